@@ -1,0 +1,64 @@
+# pmem-advisor: `make demo` runs the main job, `make test` runs lint and the tests.
+# Both set everything up on a fresh Debian machine: system packages (when run as root and
+# missing), a virtualenv in .venv, and the package with its optional native kernel.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+# System packages: compiler and libpmem for the native kernel, load generators, servers.
+DEB_PKGS := gcc pkg-config libpmem1 libpmem-dev sysbench fio numactl ndctl daxctl \
+            postgresql postgresql-client mariadb-server mariadb-client
+PYTEST_ARGS ?=
+
+.PHONY: all deps venv install lint test test-all demo bench bench-probe golden clean doctor
+
+all: test
+
+# Install missing Debian packages when we are root and apt-get exists; otherwise say what
+# is missing and carry on (every capability that needs them degrades with a clear message).
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -z "$$missing" ]; then echo "deps: system packages present"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "deps: installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends $$missing >/dev/null || exit 1; \
+	else echo "deps: missing$$missing (run 'make deps' as root or install them)"; fi
+
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard probes/native/*.c)
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[dev]'
+	@touch $@
+
+venv install: deps $(VENV)/.installed
+
+doctor: install
+	$(VENV)/bin/pmem-advisor doctor
+
+lint: install
+	$(VENV)/bin/ruff check advisor knobs probes rules workloads tests benchmarks
+
+test: install lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Everything, the long tests too.
+test-all: install
+	$(PY) -m pytest -m 'not bench' $(PYTEST_ARGS)
+
+demo: install
+	$(PY) -m benchmarks.demo
+
+bench: install
+	$(PY) -m benchmarks.run
+
+bench-probe: install
+	$(PY) -m benchmarks.probe_bandwidth
+
+golden: install
+	$(PY) -m tests.probes.regen_golden
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,3 @@
+from pmem_advisor.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The ``pmem-advisor`` command: a thin Typer layer over the library API."""

@@ -1,0 +1,1 @@
+"""Knob catalogs (data, validated by a schema), config parsers and emitters."""

@@ -1,0 +1,1 @@
+"""Hardware probes: CPU/NUMA, PMEM, CXL, mounts and media, measured bandwidth."""

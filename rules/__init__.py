@@ -1,0 +1,1 @@
+"""Rules from the papers: one rule per file, each citing the insights it encodes."""

@@ -1,0 +1,33 @@
+"""Shared test fixtures. Tests mirror the source tree (tests/probes, tests/knobs, ...)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Run the CLI in-process; returns (exit_code, stdout, stderr)."""
+    from pmem_advisor.cli.main import main
+
+    def _run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return _run
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0

@@ -1,0 +1,1 @@
+"""Named benchmark workloads (pgbench, sysbench, our own Lua TPC-C-like and YCSB)."""
