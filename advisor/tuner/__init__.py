@@ -1,0 +1,1 @@
+"""The tuner: rule-shaped Bayesian optimisation (Optuna ask/tell) over measured trials."""

@@ -1,0 +1,69 @@
+"""What the tuner and the benchmark harness measure through: an Evaluator runs one config.
+
+The contract every evaluator keeps (the tuner relies on it):
+- ``evaluate`` never raises for a config the server rejects or crashes on: it returns a
+  ``Measurement`` with ``ok=False`` and the server's own reason in ``failure``.
+- It raises ``pmem_advisor.errors.EnvironmentProblem`` only when nothing can be measured at all
+  (no server binary, no load generator), and ``Interrupted``/``KeyboardInterrupt`` after cleaning up.
+- Every trial starts from the same data (a restored golden copy), so results are comparable.
+- ``close`` stops everything it started and removes its temporary files; it is idempotent.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TrialConfig:
+    """One point of the search space.
+
+    ``params``: restart/reload/session knobs, name -> value in the server's base unit.
+    ``init_params``: re-initialisation knobs (``innodb_page_size``, ``wal_segment_size``,
+    ``wal_on_separate_path``...): trials sharing them share one golden copy.
+    """
+
+    params: dict[str, Any] = field(default_factory=dict)
+    init_params: dict[str, Any] = field(default_factory=dict)
+
+    def init_key(self) -> tuple:
+        return tuple(sorted((k, str(v)) for k, v in self.init_params.items()))
+
+
+@dataclass
+class Measurement:
+    ok: bool
+    throughput_tps: float | None = None
+    latency_ms: dict[str, float | None] = field(
+        default_factory=lambda: {"p50": None, "p95": None, "p99": None}
+    )
+    errors: int = 0
+    duration_s: float = 0.0
+    failure: str | None = None  # the server's reason when ok is False
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Evaluator(ABC):
+    """Runs a workload against a server started with a given config and measures it."""
+
+    engine: str  # "postgres" | "mysql"
+    flavour: str  # "postgresql" | "mysql" | "mariadb"
+    version: str
+
+    @abstractmethod
+    def evaluate(self, config: TrialConfig) -> Measurement:
+        """Start the server with ``config`` on fresh golden data, run the workload, measure."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, idempotent
+        """Stop everything started and remove temporary files."""
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
