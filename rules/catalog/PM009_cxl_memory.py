@@ -1,0 +1,42 @@
+"""PM009 CXL-attached memory: the successor of Optane, treated with the same rules.
+
+Anti-pattern: CXL memory (a CPU-less NUMA node or a dax device) left unnoticed. Optane is
+discontinued (K23 §7.2); CXL memory has the same traits the papers measured: a far, slower
+tier whose bandwidth, not latency, limits a DBMS when it is volatile capacity (A21 §4.1).
+
+Recommendation: measure its bandwidth (``pmem-advisor probe --bandwidth``) and, for a server
+spanning nodes, interleave allocations (PM005).
+"""
+
+from pmem_advisor.rules.model import PRIORITY_SPEED, Note, Rule
+
+
+class CxlMemory(Rule):
+    id = "PM009"
+    title = "CXL memory found: measure it and place allocations deliberately"
+    insights = ("A21-1",)
+    paper = "K23 §7.2; A21 §4.1"
+    priority = PRIORITY_SPEED
+    engines = ()
+
+    def _nodes(self, f):
+        return [n for n in f.numa if n.get("kind") == "cxl"]
+
+    def condition(self, f):
+        cxl = f.profile.get("cxl") or {}
+        return bool(self._nodes(f) or cxl.get("memdevs"))
+
+    def effects(self, f):
+        cxl = f.profile.get("cxl") or {}
+        devs = cxl.get("memdevs") or []
+        ram = sum(int(d.get("ram_bytes") or 0) for d in devs) >> 30
+        pm = sum(int(d.get("pmem_bytes") or 0) for d in devs) >> 30
+        nodes = ", ".join(str(n.get("node")) for n in self._nodes(f)) or "none onlined"
+        return [Note("info", "cxl",
+                     f"CXL memory: {len(devs)} memdev(s), {ram} GiB volatile, {pm} GiB "
+                     f"persistent; CPU-less node(s): {nodes}",
+                     "measure it with `pmem-advisor probe --bandwidth`; a server spanning "
+                     "nodes should interleave (numactl --interleave=all)")]
+
+
+RULE = CxlMemory()

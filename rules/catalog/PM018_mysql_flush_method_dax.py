@@ -1,0 +1,55 @@
+"""PM018 MySQL flush method on PMEM: O_DIRECT_NO_FSYNC where it is safe, by flavour/version.
+
+Anti-pattern: choosing the flush method as on SSD. On DAX, O_DIRECT adds nothing; K23 saw a
+large gain from O_DIRECT_NO_FSYNC in AppDirect (overwrites use non-temporal stores, only an
+sfence), negligible on SSD (K23 §5.3.4, Fig. 9). Safety: MySQL >= 8.0.14 still fsyncs on file
+create/extend; it is unsafe when redo and data are on different devices with volatile caches.
+MariaDB 10.11 treats O_DIRECT_NO_FSYNC like O_DIRECT; 11.0 deprecated the knob (its
+equivalent is doublewrite=fast, PM016).
+
+Recommendation: O_DIRECT; O_DIRECT_NO_FSYNC (the catalog's durability risk) only with
+``--allow-unsafe``, and lowest-risk when MySQL >= 8.0.14 has redo and data on PMEM.
+"""
+
+from pmem_advisor.rules.model import PRIORITY_SPEED, Note, Rule, Set
+
+GAIN = "large tpmC gain in AppDirect (K23 Fig. 9)"
+
+
+class MysqlFlushMethodDax(Rule):
+    id = "PM018"
+    title = "innodb_flush_method on PMEM, flavour- and version-aware"
+    insights = ("K23-9",)
+    paper = "K23 §5.3.4, Fig. 9"
+    priority = PRIORITY_SPEED
+    engines = ("mysql",)
+
+    def condition(self, f):
+        return f.data_on_pmem
+
+    def effects(self, f):
+        if f.mariadb:
+            if f.version_at_least(11, 0):
+                return [Note("info", "innodb_flush_method",
+                             "MariaDB 11 deprecated innodb_flush_method; doublewrite=fast "
+                             "(PM016) is its O_DIRECT_NO_FSYNC")]
+            return [Set("innodb_flush_method", "O_DIRECT",
+                        "MariaDB 10.x treats O_DIRECT_NO_FSYNC like O_DIRECT on PMEM "
+                        "(no extra gain)")]
+        both_pmem = f.wal_on_pmem and f.data_on_pmem
+        if f.version_at_least(8, 0, 14) and both_pmem:
+            why = ("redo and data on PMEM (no volatile write cache) and MySQL >= 8.0.14 fsyncs "
+                   "on create/extend: the lowest-risk case")
+            extra = False
+        else:
+            why = ("MySQL < 8.0.14 skips fsync after file extension" if f.version_below(8, 0, 14)
+                   else "redo is not on PMEM: a volatile write cache can lose data writes")
+            extra = True
+        # the catalog classes O_DIRECT_NO_FSYNC as a durability risk: withheld unless allowed
+        return [Set("innodb_flush_method", "O_DIRECT_NO_FSYNC",
+                    f"O_DIRECT_NO_FSYNC on PMEM: overwrites need only an sfence; {why}",
+                    unsafe=extra or None, gain=GAIN),
+                Set("innodb_flush_method", "O_DIRECT",
+                    "O_DIRECT: the safe choice (adds nothing on DAX, helps on SSD)")]
+
+RULE = MysqlFlushMethodDax()

@@ -1,0 +1,360 @@
+"""Facts: what the rules read. Built from a probe profile plus the user's engine and overrides.
+
+Paths (data, WAL) are resolved against the profile: first its ``paths[]`` entries, then the
+longest mountpoint prefix in ``mounts[]``. tmpfs paths (``/dev/shm``) count as emulated PMEM
+so the PMEM rules fire for live runs on machines without PMEM; outputs say so.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from pmem_advisor.errors import InputError, UsageError
+from pmem_advisor.knobs.version import parse_version
+
+PROFILE_SCHEMA = "pmem-advisor.probe/1"
+ENGINES = ("postgres", "mysql")
+FLAVOURS = {"postgres": ("postgresql",), "mysql": ("mysql", "mariadb")}
+WORKLOADS = ("oltp", "olap", "mixed", "kv")
+PMEM_MEDIA = ("pmem", "cxl")
+
+
+@dataclass(frozen=True)
+class PathFacts:
+    """Where one database directory lives: its mount, medium and DAX state."""
+
+    role: str  # data | wal
+    path: str
+    mountpoint: str | None = None
+    fstype: str | None = None
+    device: str | None = None
+    medium: str = "unknown"  # pmem|nvme|ssd|hdd|tmpfs|cxl|unknown
+    dax: str | None = None  # always|inode|never|None (unknown)
+    block_size: int | None = None
+    numa_node: int | None = None
+    emulated_pmem: bool = False
+    namespace_mode: str | None = None  # fsdax|devdax|sector|raw when the device is a pmem ns
+
+    @property
+    def is_pmem(self) -> bool:
+        """Real PMEM/CXL media, or tmpfs standing in for it (emulation)."""
+        return self.medium in PMEM_MEDIA or self.emulated_pmem
+
+    @property
+    def real_pmem(self) -> bool:
+        return self.medium in PMEM_MEDIA
+
+    @property
+    def dax_on(self) -> bool:
+        return self.dax == "always"
+
+    @property
+    def page_cache_bypassed(self) -> bool:
+        """No OS page cache between the server and the medium (DAX, or tmpfs which is memory)."""
+        return self.dax_on or self.emulated_pmem
+
+
+@dataclass(frozen=True)
+class Facts:
+    profile: dict
+    engine: str | None
+    flavour: str | None
+    version: str | None
+    workload: str
+    memory_bytes: int
+    cpus: int  # logical CPUs the server may use
+    physical_cores: int
+    sockets: int
+    clients: int | None
+    allow_unsafe: bool
+    cpus_given: bool
+    data: PathFacts | None
+    wal: PathFacts | None
+    page_size: int = 4096
+    server_cpus: tuple[int, ...] | None = None  # CPUs a running server may use (check --dsn)
+    notes: list[str] = field(default_factory=list)
+
+    # ---- engine and version ----
+    @property
+    def pg(self) -> bool:
+        return self.engine == "postgres"
+
+    @property
+    def mysql(self) -> bool:
+        return self.engine == "mysql"
+
+    @property
+    def mariadb(self) -> bool:
+        return self.flavour == "mariadb"
+
+    @property
+    def oracle_mysql(self) -> bool:
+        return self.flavour == "mysql"
+
+    def version_at_least(self, *v: int) -> bool:
+        """True when the version is >= v; an unknown version counts as the newest."""
+        if self.version is None:
+            return True
+        return version_tuple(self.version) >= tuple(v)
+
+    def version_below(self, *v: int) -> bool:
+        return self.version is not None and version_tuple(self.version) < tuple(v)
+
+    # ---- hardware ----
+    @property
+    def pmem(self) -> dict:
+        return self.profile.get("pmem") or {}
+
+    @property
+    def pmem_mode(self) -> str:
+        return self.pmem.get("mode") or "none"
+
+    @property
+    def numa(self) -> list[dict]:
+        return self.profile.get("numa") or []
+
+    @property
+    def cpu_nodes(self) -> list[dict]:
+        return [n for n in self.numa if n.get("has_cpu", bool(n.get("cpus")))]
+
+    @property
+    def emulated(self) -> bool:
+        return any(p.emulated_pmem for p in self.placed)
+
+    @property
+    def placed(self) -> list[PathFacts]:
+        return [p for p in (self.data, self.wal) if p is not None]
+
+    @property
+    def data_on_pmem(self) -> bool:
+        return self.data is not None and self.data.is_pmem
+
+    @property
+    def wal_on_pmem(self) -> bool:
+        return self.wal is not None and self.wal.is_pmem
+
+    @property
+    def any_pmem_path(self) -> bool:
+        return self.data_on_pmem or self.wal_on_pmem
+
+    @property
+    def pmem_node(self) -> int | None:
+        """The NUMA node that owns the PMEM holding the data (else the WAL)."""
+        for p in (self.data, self.wal):
+            if p is not None and p.is_pmem and p.numa_node is not None:
+                return p.numa_node
+        return None
+
+    def cores_near(self, node: int | None) -> int:
+        """Physical cores on a node (else the whole machine's)."""
+        threads_per_core = max(1, round(self.logical_total / max(1, self.physical_total)))
+        for n in self.numa:
+            if n.get("node") == node and n.get("cpus"):
+                return max(1, len(n["cpus"]) // threads_per_core)
+        return self.physical_cores
+
+    @property
+    def logical_total(self) -> int:
+        cpu = self.profile.get("cpu") or {}
+        return int(cpu.get("threads") or self.cpus)
+
+    @property
+    def physical_total(self) -> int:
+        cpu = self.profile.get("cpu") or {}
+        return int(cpu.get("cores") or self.physical_cores)
+
+    def needs_more_than_node(self, node: int | None) -> bool:
+        """The server needs more CPUs than the node has: by --cpus, or by --clients."""
+        near = len(self.node_cpus(node)) or self.cpus
+        if self.cpus_given:
+            return self.cpus > near
+        return self.clients is not None and self.clients > near
+
+    @property
+    def pmem_nodes(self) -> set[int]:
+        """NUMA nodes that own App Direct PMEM (regions, else namespaces)."""
+        nodes = {r.get("numa_node") for r in self.pmem.get("regions") or []}
+        nodes |= {n.get("numa_node") for n in self.pmem.get("namespaces") or []}
+        return {n for n in nodes if isinstance(n, int) and n >= 0}
+
+    def node_cpus(self, node: int | None) -> list[int]:
+        for n in self.numa:
+            if n.get("node") == node:
+                return list(n.get("cpus") or [])
+        return []
+
+    @property
+    def pmem_mounts(self) -> list[dict]:
+        return [m for m in self.profile.get("mounts") or [] if m.get("medium") in PMEM_MEDIA]
+
+    @property
+    def pmem_capacity_bytes(self) -> int:
+        """App Direct capacity: namespaces (else regions) of the profile."""
+        ns = sum(int(n.get("size_bytes") or 0) for n in self.pmem.get("namespaces") or [])
+        if ns:
+            return ns
+        return sum(int(r.get("size_bytes") or 0) for r in self.pmem.get("regions") or [])
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """A comparable version; a series without patch level ("8.0") counts as its newest
+    release, as the knob catalogs do."""
+    return parse_version(text, pad=True)
+
+
+def flavour_for(engine: str, flavour: str | None, version: str | None) -> str:
+    """The flavour for ``mysql`` when not given: MariaDB versions start at 10, MySQL's below."""
+    if flavour:
+        if flavour not in FLAVOURS[engine]:
+            raise UsageError(f"flavour {flavour!r} is not one of {', '.join(FLAVOURS[engine])}"
+                             f" for {engine}")
+        return flavour
+    if engine == "postgres":
+        return "postgresql"
+    if version is not None and parse_version(version)[0] >= 10:
+        return "mariadb"
+    return "mysql"
+
+
+def validate_profile(profile: Any, origin: str = "profile") -> dict:
+    """One-line InputError for anything that is not a pmem-advisor.probe/1 profile."""
+    if not isinstance(profile, dict):
+        raise InputError(f"{origin}: not a probe profile (expected a JSON object)")
+    schema = profile.get("schema")
+    if schema != PROFILE_SCHEMA:
+        raise InputError(
+            f"{origin}: schema is {schema!r}, this version reads {PROFILE_SCHEMA!r}",
+            hint="re-run `pmem-advisor probe --json` with this version",
+        )
+    for key, kind in (("mounts", list), ("paths", list), ("numa", list), ("cpu", dict),
+                      ("memory", dict), ("pmem", dict)):
+        if key in profile and profile[key] is not None and not isinstance(profile[key], kind):
+            raise InputError(f"{origin}: '{key}' must be a {kind.__name__}")
+    return profile
+
+
+def _norm_dax(value: Any) -> str | None:
+    if value is True:
+        return "always"
+    if value is False:
+        return "never"
+    if value in ("always", "inode", "never"):
+        return value
+    return None
+
+
+def _strip_root(path: str, root: str | None) -> str:
+    path = os.path.normpath(path)
+    if root:
+        root = os.path.normpath(root)
+        if path == root:
+            return "/"
+        if path.startswith(root + os.sep):
+            return path[len(root):]
+    return path
+
+
+def _namespace_for(profile: dict, device: str | None) -> dict | None:
+    if not device:
+        return None
+    dev = os.path.basename(device)
+    for ns in (profile.get("pmem") or {}).get("namespaces") or []:
+        if dev and dev in (ns.get("blockdev"), ns.get("chardev")):
+            return ns
+    return None
+
+
+def resolve_path(profile: dict, path: str, role: str, root: str | None = None) -> PathFacts:
+    """Find a path's mount and medium: an exact ``paths[]`` entry, else the longest mountpoint."""
+    path = _strip_root(path, root)
+    for entry in profile.get("paths") or []:
+        if _strip_root(str(entry.get("path", "")), root) == path:
+            return _path_facts(profile, role, path, entry)
+    best = None
+    for m in profile.get("mounts") or []:
+        mp = _strip_root(str(m.get("mountpoint") or ""), root)
+        if not mp:
+            continue
+        if path == mp or path.startswith(mp.rstrip("/") + "/") or mp == "/":
+            if best is None or len(mp) > len(best[0]):
+                best = (mp, m)
+    if best is None:
+        return PathFacts(role=role, path=path)
+    mount = dict(best[1])
+    mount["mountpoint"] = best[0]
+    return _path_facts(profile, role, path, mount)
+
+
+def _path_facts(profile: dict, role: str, path: str, e: dict) -> PathFacts:
+    medium = e.get("medium") or "unknown"
+    fstype = e.get("fstype")
+    device = e.get("base_device") or e.get("device")
+    ns = _namespace_for(profile, e.get("base_device")) or _namespace_for(profile, e.get("device"))
+    numa = e.get("numa_node")
+    if numa is None and ns is not None:
+        numa = ns.get("numa_node")
+    emulated = bool(e.get("emulated_pmem")) or medium == "tmpfs" or fstype == "tmpfs"
+    return PathFacts(
+        role=role,
+        path=path,
+        mountpoint=e.get("mountpoint"),
+        fstype=fstype,
+        device=device,
+        medium="tmpfs" if fstype == "tmpfs" and medium == "unknown" else medium,
+        dax=_norm_dax(e.get("dax")),
+        block_size=e.get("block_size"),
+        numa_node=numa,
+        emulated_pmem=emulated,
+        namespace_mode=ns.get("mode") if ns else None,
+    )
+
+
+def build_facts(profile: dict, *, engine: str | None, flavour: str | None = None,
+                version: str | None = None, workload: str = "oltp",
+                data_dir: str | None = None, wal_dir: str | None = None,
+                memory_bytes: int | None = None, cpus: int | None = None,
+                clients: int | None = None, allow_unsafe: bool = False,
+                root: str | None = None) -> Facts:
+    """Facts for the rules; raises UsageError/InputError with one line on bad input."""
+    validate_profile(profile)
+    if engine is not None and engine not in ENGINES:
+        raise UsageError(f"engine {engine!r} is not one of {', '.join(ENGINES)}")
+    if workload not in WORKLOADS:
+        raise UsageError(f"workload {workload!r} is not one of {', '.join(WORKLOADS)}")
+    for name, v in (("memory", memory_bytes), ("cpus", cpus), ("clients", clients)):
+        if v is not None and v <= 0:
+            raise UsageError(f"--{name} must be positive, got {v}")
+    fl = flavour_for(engine, flavour, version) if engine else None
+    cpu = profile.get("cpu") or {}
+    logical = int(cpu.get("threads") or os.cpu_count() or 1)
+    physical = int(cpu.get("cores") or logical)
+    mem = memory_bytes or int((profile.get("memory") or {}).get("total_bytes") or 0)
+    if not mem:
+        raise InputError("profile has no memory.total_bytes; pass --memory SIZE")
+    use_cpus = cpus or logical
+    data = resolve_path(profile, data_dir, "data", root) if data_dir else None
+    if wal_dir:
+        wal = resolve_path(profile, wal_dir, "wal", root)
+    elif data is not None:  # the WAL/redo stays inside the data directory
+        wal = PathFacts(**{**data.__dict__, "role": "wal"})
+    else:
+        wal = None
+    return Facts(
+        profile=profile,
+        engine=engine,
+        flavour=fl,
+        version=version,
+        workload=workload,
+        memory_bytes=mem,
+        cpus=use_cpus,
+        physical_cores=min(physical, use_cpus) if cpus else physical,
+        sockets=int(cpu.get("sockets") or 1),
+        clients=clients,
+        allow_unsafe=allow_unsafe,
+        cpus_given=cpus is not None,
+        data=data,
+        wal=wal,
+        page_size=int((profile.get("host") or {}).get("page_size") or 4096),
+    )

@@ -1,0 +1,47 @@
+"""Loads the rules: the baseline for the engine, then one rule per file of ``rules/catalog/``."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from functools import cache
+
+from pmem_advisor.rules import catalog as _catalog_pkg
+from pmem_advisor.rules.model import Rule
+
+_FILE = re.compile(r"^(PM\d{3})_[a-z0-9_]+$")
+
+
+@cache
+def catalog_rules() -> tuple[Rule, ...]:
+    """Every ``RULE`` of ``rules/catalog/PMxxx_name.py``, in id order; the id must match the
+    file name (a mismatch is a bug in the catalog, so it fails loudly)."""
+    rules = []
+    for mod in sorted(pkgutil.iter_modules(_catalog_pkg.__path__), key=lambda m: m.name):
+        m = _FILE.match(mod.name)
+        if not m:
+            continue
+        module = importlib.import_module(f"{_catalog_pkg.__name__}.{mod.name}")
+        rule = getattr(module, "RULE", None)
+        if not isinstance(rule, Rule) or rule.id != m.group(1):
+            raise RuntimeError(f"rules/catalog/{mod.name}.py must define RULE with id {m.group(1)}")
+        rules.append(rule)
+    return tuple(rules)
+
+
+def baseline_rules() -> tuple[Rule, ...]:
+    from pmem_advisor.rules.baseline import BASELINES
+
+    return tuple(BASELINES)
+
+
+def all_rules() -> tuple[Rule, ...]:
+    return baseline_rules() + catalog_rules()
+
+
+def get_rule(rule_id: str) -> Rule:
+    for r in all_rules():
+        if r.id == rule_id:
+            return r
+    raise KeyError(rule_id)

@@ -1,0 +1,63 @@
+"""Baseline formulas (pgtune / MySQL dedicated server) on ordinary hardware."""
+
+from __future__ import annotations
+
+from pmem_advisor.rules.baseline import mysql, postgres
+from pmem_advisor.rules.facts import build_facts
+from pmem_advisor.rules.model import Bytes
+
+from tests.rules.machines import make_profile
+
+GB, MB = 1 << 30, 1 << 20
+
+
+def f(engine="postgres", **kw):
+    kw.setdefault("data_dir", "/srv/db")
+    return build_facts(make_profile("ssd"), engine=engine, **kw)
+
+
+def test_pg_memory_formulas():
+    s = postgres.settings(f(memory_bytes=16 * GB))
+    assert s["shared_buffers"] == Bytes(4 * GB)
+    assert s["effective_cache_size"] == Bytes(12 * GB)
+    assert s["maintenance_work_mem"] == Bytes(1 * GB)
+    assert s["wal_buffers"] == Bytes(16 * MB)
+    assert postgres.settings(f(memory_bytes=512 * GB))["maintenance_work_mem"] == Bytes(8 * GB)
+
+
+def test_pg_wal_sizes_by_workload_and_media():
+    assert postgres.settings(f(workload="olap"))["max_wal_size"] == Bytes(16 * GB)
+    assert postgres.settings(f(workload="oltp"))["min_wal_size"] == Bytes(2 * GB)
+    hdd = build_facts(make_profile({"preset": "ssd", "mounts": {"/data": {"medium": "hdd"}}}),
+                      engine="postgres", data_dir="/data/pg")
+    assert postgres.io(hdd) == {"random_page_cost": 4.0, "effective_io_concurrency": 2}
+
+
+def test_pg_parallel_workers():
+    assert postgres.parallel(f(cpus=2)) == {}
+    p = postgres.parallel(f(cpus=16))
+    assert p["max_parallel_workers_per_gather"] == 4 and p["max_worker_processes"] == 16
+    assert postgres.parallel(f(cpus=16, workload="olap"))["max_parallel_workers_per_gather"] == 8
+
+
+def test_pg_connections_and_work_mem():
+    fx = f(memory_bytes=16 * GB, clients=90, cpus=4)
+    assert postgres.connections(fx) == 100
+    assert postgres.work_mem(fx, 4) == Bytes((12 * GB) // ((100 + 4) * 3))
+
+
+def test_mysql_dedicated_server_sizing():
+    assert mysql.buffer_pool(f("mysql", memory_bytes=512 * MB)) == 128 * MB
+    assert mysql.buffer_pool(f("mysql", memory_bytes=4 * GB)) == 2 * GB
+    assert mysql.buffer_pool(f("mysql", memory_bytes=32 * GB)) == 24 * GB
+    r = mysql.redo(f("mysql", flavour="mysql", version="8.4", cpus=8, memory_bytes=32 * GB))
+    assert r == {"innodb_redo_log_capacity": Bytes(4 * GB)}
+    old = mysql.redo(f("mysql", flavour="mysql", version="8.0.20", memory_bytes=32 * GB))
+    assert old["innodb_log_file_size"] == Bytes(2 * GB)
+    maria = mysql.redo(f("mysql", flavour="mariadb", version="10.11", memory_bytes=32 * GB))
+    assert maria == {"innodb_log_file_size": Bytes(6 * GB)}
+
+
+def test_mysql_io_by_medium_and_flavour():
+    assert mysql.io(f("mysql", flavour="mysql"))["innodb_io_capacity"] == 2000
+    assert "innodb_flush_method" not in mysql.io(f("mysql", flavour="mariadb", version="11.4"))

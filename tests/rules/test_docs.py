@@ -1,0 +1,22 @@
+"""Every finding id of insights.md is encoded by a rule or listed as not encoded, with a reason."""
+
+from __future__ import annotations
+
+import re
+
+from pmem_advisor.rules.registry import all_rules
+
+
+def test_every_insight_is_covered(repo_root):
+    insights = (repo_root.parent / "shared" / "design" / "insights.md").read_text()
+    ids = set(re.findall(r"\*\*((?:H|K23-|D21-|A21-|I17-|P-SE-)\d+)\b", insights))
+    assert len(ids) > 20
+    encoded = {i for r in all_rules() for i in r.insights}
+    docs = (repo_root / "docs" / "rules.md").read_text()
+    not_encoded = set(re.findall(r"^\| ((?:H|K23-|D21-|A21-|I17-|P-SE-)\d+) \|",
+                                 docs.split("## Not encoded")[1], re.M))
+    assert ids <= encoded | not_encoded, sorted(ids - encoded - not_encoded)
+    assert not encoded & not_encoded
+    for r in all_rules():
+        if r.id.startswith("PM"):
+            assert f"| {r.id} |" in docs, f"{r.id} missing from docs/rules.md"
