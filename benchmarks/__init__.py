@@ -1,0 +1,1 @@
+"""Benchmark drivers run by `make bench*` (not installed with the package)."""

@@ -1,0 +1,157 @@
+"""Snapshots: a tar.gz of exactly what a probe read, analysable offline with ``--root``.
+
+Layout inside the archive: the files at their machine paths (``sys/...``, ``proc/...``),
+symlinks as symlinks (so ``realpath`` inside the snapshot works like on the machine), tool
+outputs under ``.pmem-advisor/commands/``, non-file facts in ``.pmem-advisor/facts.json`` and
+``.pmem-advisor/meta.json`` marking the archive as ours.
+"""
+
+from __future__ import annotations
+
+import atexit
+import io
+import json
+import os
+import posixpath
+import shutil
+import tarfile
+import tempfile
+import time
+import zlib
+
+from pmem_advisor import __version__
+from pmem_advisor.errors import InputError, UsageError
+from pmem_advisor.probes.sysaccess import (
+    COMMANDS_DIR,
+    FACTS_FILE,
+    META_DIR,
+    META_FILE,
+    Recording,
+    SysAccess,
+)
+
+SNAPSHOT_SCHEMA = "pmem-advisor.snapshot/1"
+
+
+def _canonical(access: SysAccess, path: str) -> str:
+    """The path with its parent resolved, so files never sit below a recorded symlink.
+
+    ``/proc/self`` stays as it is: the link points at a pid that means nothing offline.
+    """
+    if path.startswith("/proc/"):
+        return path
+    parent, name = posixpath.split(path)
+    return posixpath.join(access.realpath(parent), name)
+
+
+def save_snapshot(access: SysAccess, dest: str, profile: dict | None = None) -> int:
+    """Write the recording of ``access`` to ``dest`` (tar.gz); returns the member count."""
+    rec = access.recording
+    if rec is None:
+        raise UsageError("internal: the probe was not recording, nothing to save")
+    rec = Recording(files=dict(rec.files), dirs=dict(rec.dirs), links=dict(rec.links),
+                    present=set(rec.present), commands=dict(rec.commands), facts=rec.facts)
+    members: dict[str, tuple[str, bytes | str]] = {}  # path -> (kind, data)
+
+    def put(path: str, kind: str, data: bytes | str = b"") -> None:
+        path = path.lstrip("/")
+        if path and (path not in members or members[path][0] == "placeholder"):
+            members[path] = (kind, data)
+
+    for path, target in rec.links.items():
+        put(_canonical(access, path), "link", target)
+    for path, data in rec.files.items():
+        put(_canonical(access, path), "file", data)
+    for path, entries in rec.dirs.items():
+        base = _canonical(access, path)
+        put(base, "dir")
+        for name, kind in entries.items():
+            child = posixpath.join(base, name)
+            if kind.startswith("link:"):
+                put(child, "link", kind[5:])
+            elif kind == "dir":
+                put(child, "dir")
+            else:
+                put(child, "placeholder")
+    for path in rec.present:
+        put(_canonical(access, path), "placeholder")
+    for name, result in rec.commands.items():
+        put(f"{COMMANDS_DIR}/{name}.out", "file", result.stdout.encode())
+        put(f"{COMMANDS_DIR}/{name}.err", "file", result.stderr.encode())
+        put(f"{COMMANDS_DIR}/{name}.rc", "file", f"{result.returncode}\n".encode())
+    put(FACTS_FILE, "file", json.dumps(rec.facts, indent=1, sort_keys=True).encode())
+    meta = {"schema": SNAPSHOT_SCHEMA, "tool_version": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "source": access.kind}
+    put(META_FILE, "file", json.dumps(meta, indent=1).encode())
+    if profile is not None:
+        put(f"{META_DIR}/profile.json", "file", json.dumps(profile, indent=1).encode())
+
+    # A file recorded where a symlink also sits would clash: the symlink wins (the file was
+    # read through it and lives at its canonical place too).
+    tmp = dest + ".part"
+    try:
+        with tarfile.open(tmp, "w:gz") as tar:
+            dirs = {posixpath.dirname(p) for p in members}
+            for path in sorted(set(members) | _ancestors(dirs)):
+                kind, data = members.get(path, ("dir", b""))
+                info = tarfile.TarInfo(path)
+                info.mtime = int(time.time())
+                if kind == "dir":
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    tar.addfile(info)
+                elif kind == "link":
+                    info.type, info.linkname, info.mode = tarfile.SYMTYPE, str(data), 0o777
+                    tar.addfile(info)
+                else:
+                    payload = data if isinstance(data, bytes) else b""
+                    info.size, info.mode = len(payload), 0o444
+                    tar.addfile(info, io.BytesIO(payload))
+        os.replace(tmp, dest)
+    except OSError as e:
+        raise InputError(f"cannot write snapshot {dest}: {e.strerror or e}") from e
+    return len(members)
+
+
+def _ancestors(dirs: set[str]) -> set[str]:
+    out: set[str] = set()
+    for d in dirs:
+        while d and d not in out:
+            out.add(d)
+            d = posixpath.dirname(d)
+    return out
+
+
+def open_snapshot(path: str) -> SysAccess:
+    """Extract a snapshot to a private temporary directory and return access to it."""
+    if not os.path.isfile(path):
+        raise UsageError(f"snapshot {path} does not exist")
+    workdir = tempfile.mkdtemp(prefix="pmem-advisor-snap-")
+    atexit.register(shutil.rmtree, workdir, True)
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            tar.extractall(workdir, filter="data")
+    except (tarfile.TarError, EOFError, zlib.error, OSError, ValueError) as e:
+        shutil.rmtree(workdir, True)
+        raise InputError(f"{path}: corrupt or unreadable snapshot ({type(e).__name__}: {e})"
+                         ) from e
+    try:
+        with open(os.path.join(workdir, META_FILE), encoding="utf-8") as f:
+            meta = json.load(f)
+        if meta.get("schema") != SNAPSHOT_SCHEMA:
+            raise ValueError(meta.get("schema"))
+    except (OSError, ValueError, AttributeError) as e:
+        shutil.rmtree(workdir, True)
+        raise InputError(f"{path}: not a pmem-advisor snapshot (no valid {META_FILE})") from e
+    return SysAccess(workdir, kind="snapshot")
+
+
+def open_root(root: str) -> SysAccess:
+    """``--root``: a directory shaped like ``/``, or a snapshot archive."""
+    if os.path.isfile(root):
+        return open_snapshot(root)
+    if not os.path.isdir(root):
+        raise UsageError(f"--root {root} does not exist")
+    if not any(os.path.isdir(os.path.join(root, d)) for d in ("sys", "proc")):
+        raise InputError(f"--root {root} does not look like a captured system (no sys/ or proc/)")
+    return SysAccess(root, kind="root")

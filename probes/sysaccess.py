@@ -1,0 +1,259 @@
+"""The one door to the machine: every read of /sys, /proc, /dev and every external tool.
+
+A ``SysAccess`` has a root. ``/`` is the live machine; any other directory (an extracted
+snapshot, a hand-built test tree) stands in for one. Inside a root, the outputs of external
+tools are files under ``<root>/.pmem-advisor/commands/`` and the few facts that are not files
+(statvfs, page size) live in ``<root>/.pmem-advisor/facts.json``. On the live machine the
+object can record every read, so a snapshot holds exactly what the probe looked at.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+META_DIR = ".pmem-advisor"
+COMMANDS_DIR = f"{META_DIR}/commands"
+FACTS_FILE = f"{META_DIR}/facts.json"
+META_FILE = f"{META_DIR}/meta.json"
+COMMAND_TIMEOUT_S = 10
+_MAX_LINK_HOPS = 40
+
+
+@dataclass
+class CommandResult:
+    """What an external tool printed. ``None`` instead of this means: the tool is absent."""
+
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str = ""
+
+    @property
+    def source(self) -> str:
+        return " ".join(self.argv)
+
+
+def command_file_name(argv: list[str]) -> str:
+    """``["ndctl", "list", "-BDRNv"]`` -> ``ndctl_list_-BDRNv`` (stable, filesystem-safe)."""
+    return re.sub(r"[^A-Za-z0-9_.=+-]", "%", "_".join(argv))
+
+
+@dataclass
+class Recording:
+    """Everything a live probe read: file contents, listed dirs, links, tool outputs, facts."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    dirs: dict[str, dict[str, str]] = field(default_factory=dict)  # path -> {name: kind}
+    links: dict[str, str] = field(default_factory=dict)
+    present: set[str] = field(default_factory=set)  # checked with exists() only
+    commands: dict[str, CommandResult] = field(default_factory=dict)
+    facts: dict = field(default_factory=lambda: {"statvfs": {}})
+
+
+class SysAccess:
+    """File and tool access below ``root``; every method takes absolute paths (``/sys/..``)."""
+
+    def __init__(self, root: str = "/", *, record: bool = False, kind: str | None = None) -> None:
+        self.root = os.path.abspath(root)
+        self.live = self.root == "/"
+        self.kind = kind or ("live" if self.live else "root")
+        self.recording: Recording | None = Recording() if record else None
+        self._facts: dict | None = None
+
+    # -- paths ------------------------------------------------------------------------------
+    def host_path(self, path: str) -> str:
+        """The real path on this host for the absolute in-root ``path``."""
+        path = posixpath.normpath("/" + path.lstrip("/"))
+        return path if self.live else self.root + path
+
+    def _note_dir(self, path: str, names: list[str] | None = None) -> None:
+        """Record a directory (and, once listed, what kind each entry is)."""
+        if self.recording is None:
+            return
+        entries = self.recording.dirs.setdefault(posixpath.normpath(path), {})
+        for name in names or ():
+            host = os.path.join(self.host_path(path), name)
+            if os.path.islink(host):
+                entries[name] = "link:" + os.readlink(host)
+            else:
+                entries[name] = "dir" if os.path.isdir(host) else "file"
+
+    # -- reads ------------------------------------------------------------------------------
+    def read_bytes(self, path: str) -> bytes:
+        """Raw content; raises ``OSError`` (``FileNotFoundError``, ``PermissionError``, ...)."""
+        with open(self.host_path(path), "rb") as f:
+            data = f.read()
+        if self.recording is not None:
+            self.recording.files[posixpath.normpath(path)] = data
+        return data
+
+    def read_text(self, path: str) -> str:
+        return self.read_bytes(path).decode("utf-8", errors="replace")
+
+    def exists(self, path: str) -> bool:
+        found = os.path.lexists(self.host_path(path))
+        if found and self.recording is not None:
+            if self.is_dir(path):
+                self._note_dir(path)
+            else:
+                self.recording.present.add(posixpath.normpath(path))
+        return found
+
+    def is_dir(self, path: str) -> bool:
+        found = os.path.isdir(self.host_path(path))
+        if found:
+            self._note_dir(path)
+        return found
+
+    def listdir(self, path: str) -> list[str]:
+        """Sorted entries of a directory; ``[]`` when it does not exist."""
+        try:
+            names = sorted(os.listdir(self.host_path(path)))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return []
+        self._note_dir(path, names)
+        return names
+
+    def readlink(self, path: str) -> str | None:
+        try:
+            target = os.readlink(self.host_path(path))
+        except OSError:
+            return None
+        if self.recording is not None:
+            self.recording.links[posixpath.normpath(path)] = target
+        return target
+
+    def realpath(self, path: str) -> str:
+        """Resolve symlinks inside the root (absolute targets are re-rooted, never escape it).
+
+        Missing components are kept lexically, so a planned directory still resolves.
+        """
+        parts = [p for p in posixpath.normpath("/" + path.lstrip("/")).split("/") if p]
+        resolved = "/"
+        hops = 0
+        while parts:
+            name = parts.pop(0)
+            if name == "..":
+                resolved = posixpath.dirname(resolved)
+                continue
+            candidate = posixpath.join(resolved, name)
+            if os.path.islink(self.host_path(candidate)):
+                hops += 1
+                target = self.readlink(candidate) if hops <= _MAX_LINK_HOPS else None
+                if target is None:
+                    resolved = candidate
+                    continue
+                base = "/" if target.startswith("/") else resolved
+                parts = [p for p in posixpath.join(base, target).split("/") if p] + parts
+                resolved = "/"
+                continue
+            resolved = candidate
+        return resolved
+
+    def glob(self, pattern: str) -> list[str]:
+        """Absolute in-root paths matching a glob (``*`` does not cross ``/``)."""
+        parts = [p for p in pattern.split("/") if p]
+        current = ["/"]
+        for part in parts:
+            nxt = []
+            for base in current:
+                if any(ch in part for ch in "*?["):
+                    nxt += [posixpath.join(base, n) for n in self.listdir(base)
+                            if fnmatch.fnmatchcase(n, part)]
+                else:
+                    candidate = posixpath.join(base, part)
+                    if self.exists(candidate):
+                        nxt.append(candidate)
+            current = nxt
+        return sorted(current)
+
+    # -- facts that are not files -------------------------------------------------------------
+    def _stored_facts(self) -> dict:
+        if self._facts is None:
+            self._facts = {}
+            if not self.live:
+                try:
+                    with open(self.host_path("/" + FACTS_FILE), encoding="utf-8") as f:
+                        loaded = json.load(f)
+                    self._facts = loaded if isinstance(loaded, dict) else {}
+                except (OSError, ValueError):
+                    self._facts = {}
+        return self._facts
+
+    def statvfs_bsize(self, mountpoint: str) -> int | None:
+        """The filesystem block size (``statvfs.f_bsize``) of a mount, if known."""
+        if self.live:
+            try:
+                bsize = os.statvfs(mountpoint).f_bsize
+            except OSError:
+                return None
+            if self.recording is not None:
+                self.recording.facts["statvfs"][mountpoint] = {"f_bsize": bsize}
+            return bsize
+        entry = self._stored_facts().get("statvfs", {}).get(mountpoint)
+        bsize = entry.get("f_bsize") if isinstance(entry, dict) else None
+        if bsize is not None and self.recording is not None:
+            self.recording.facts["statvfs"][mountpoint] = {"f_bsize": bsize}
+        return bsize
+
+    def page_size(self) -> int | None:
+        if self.live:
+            size = os.sysconf("SC_PAGESIZE")
+            if self.recording is not None:
+                self.recording.facts["page_size"] = size
+            return size
+        value = self._stored_facts().get("page_size")
+        if not isinstance(value, int):
+            return None
+        if self.recording is not None:
+            self.recording.facts["page_size"] = value
+        return value
+
+    # -- external tools -----------------------------------------------------------------------
+    def run(self, argv: list[str]) -> CommandResult | None:
+        """Run a tool (live) or read its stored output (root). ``None``: the tool is absent."""
+        name = command_file_name(argv)
+        if not self.live:
+            base = self.host_path(f"/{COMMANDS_DIR}/{name}")
+            try:
+                with open(base + ".out", encoding="utf-8", errors="replace") as f:
+                    stdout = f.read()
+            except OSError:
+                return None
+            stderr = _read_optional(base + ".err") or ""
+            rc_text = _read_optional(base + ".rc")
+            rc = int(rc_text) if rc_text and rc_text.strip().lstrip("-").isdigit() else 0
+            stored = CommandResult(argv, rc, stdout, stderr)
+            if self.recording is not None:
+                self.recording.commands[name] = stored
+            return stored
+        exe = shutil.which(argv[0])
+        if exe is None:
+            return None
+        try:
+            done = subprocess.run(
+                [exe, *argv[1:]], capture_output=True, text=True, errors="replace",
+                timeout=COMMAND_TIMEOUT_S, stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            result = CommandResult(argv, -1, "", f"{type(e).__name__}: {e}")
+        else:
+            result = CommandResult(argv, done.returncode, done.stdout, done.stderr)
+        if self.recording is not None:
+            self.recording.commands[name] = result
+        return result
+
+
+def _read_optional(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
