@@ -1,0 +1,69 @@
+"""`pmem-advisor instances list|reap`: the managed servers registered on this machine."""
+
+from __future__ import annotations
+
+import time
+
+import typer
+from pmem_advisor.cli.output import console, out, print_json
+from pmem_advisor.instances import registry
+from rich.table import Table
+
+instances_app = typer.Typer(
+    help="Managed database instances: list them, reap those of runs that died.",
+    no_args_is_help=True,
+)
+
+
+def _status(rec: registry.Record) -> dict:
+    owner = registry.owner_alive(rec)
+    server = bool(registry.server_processes(rec))
+    return {
+        **rec.to_dict(),
+        "owner_alive": owner,
+        "server_running": server,
+        "state": "live" if owner else "stale",
+    }
+
+
+@instances_app.command("list")
+def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List registered instances and whether their owner and server are alive."""
+    rows = [_status(r) for r in registry.load_all()]
+    if json_out:
+        print_json(rows)
+        return
+    if not rows:
+        console.print(f"no managed instances registered in {registry.state_dir()}")
+        return
+    table = Table(title=f"managed instances ({registry.state_dir()})")
+    table.add_column("id", no_wrap=True)
+    for col in ("server", "state", "server pid", "owner pid", "age"):
+        table.add_column(col)
+    table.add_column("data dir", overflow="fold")
+    for r in rows:
+        table.add_row(
+            r["id"], f"{r['flavour']} {r['version']}", r["state"],
+            str(r["server_pid"] or "-") + ("" if r["server_running"] else " (down)"),
+            str(r["owner_pid"]), f"{time.time() - r['created']:.0f} s", r["data_dir"],
+        )
+    out.print(table)
+
+
+@instances_app.command("reap")
+def reap_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Stop the servers of instances whose owning run died and remove their files.
+
+    Instances of runs that are still alive are never touched."""
+    reaped = registry.reap_stale()
+    if json_out:
+        print_json([r.id for r in reaped])
+        return
+    if not reaped:
+        console.print("nothing to reap")
+    for r in reaped:
+        console.print(f"reaped {r.id} ({r.flavour} {r.version}, owner pid {r.owner_pid} gone)")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(instances_app, name="instances")

@@ -1,0 +1,45 @@
+"""Managed database instances: discover servers, initialise with placement, start with a
+candidate config, golden snapshots, and a registry so nothing outlives the run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pmem_advisor.instances.base import DB_NAME, Instance
+from pmem_advisor.instances.discovery import ServerBinary, discover_servers, pick_server
+from pmem_advisor.instances.registry import reap_stale
+
+__all__ = [
+    "DB_NAME",
+    "Instance",
+    "ServerBinary",
+    "create_instance",
+    "discover_servers",
+    "pick_server",
+    "reap_stale",
+]
+
+
+def create_instance(
+    binary: ServerBinary,
+    workdir: str | Path | None = None,
+    *,
+    data_dir: str | Path | None = None,
+    wal_dir: str | Path | None = None,
+    init_settings: dict[str, Any] | None = None,
+    tcp: bool = False,
+    golden_dir: str | Path | None = None,
+) -> Instance:
+    """A registered, not yet initialised instance of ``binary``'s server.
+
+    Stale instances of dead earlier runs are reaped first. ``golden_dir`` (optional) is a
+    snapshot cache shared between instances; by default snapshots live with the instance.
+    """
+    reap_stale()
+    if binary.engine == "postgres":
+        from pmem_advisor.instances.postgres import PostgresInstance as cls
+    else:
+        from pmem_advisor.instances.mysql import MySQLInstance as cls
+    return cls(binary, workdir, data_dir=data_dir, wal_dir=wal_dir,
+               init_settings=init_settings, tcp=tcp, golden_dir=golden_dir)

@@ -1,0 +1,515 @@
+"""The engine-neutral lifecycle of a managed server: directories, start/stop, failure reasons.
+
+An instance owns one private directory (``<workdir>/<id>``: config, log, sockets, default data
+and golden copies) plus the data and WAL/redo directories it was given. It is registered at
+creation, so an exception, Ctrl-C, a signal or a later run's reaper removes all of it.
+Subclasses supply the engine specifics (init command, server command, readiness, settings).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from pmem_advisor.connection import ConnInfo
+from pmem_advisor.errors import ServerError, UsageError
+from pmem_advisor.instances import golden, registry
+from pmem_advisor.instances.discovery import ServerBinary
+from pmem_advisor.instances.privileges import (
+    CACHE_ROOT,
+    hand_over,
+    require_reachable,
+    server_user,
+    usable_bindir,
+)
+
+MARKER = ".pmem-advisor-instance"  # names the owning instance inside data/WAL dirs
+DB_NAME = "bench"  # the database every instance provides for workloads
+_MAX_SOCKET_DIR = 80  # unix socket paths are limited to 107 bytes
+_DISK_FULL = re.compile(r"No space left on device|error 28\b|out of disk space|ENOSPC", re.I)
+
+
+def default_workdir() -> Path:
+    return Path(os.environ.get("PMEM_ADVISOR_WORKDIR", str(CACHE_ROOT / "run")))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _overlap(a: Path, b: Path) -> bool:
+    a, b = Path(os.path.abspath(a)), Path(os.path.abspath(b))
+    return a == b or a in b.parents or b in a.parents
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+class Instance(ABC):
+    """One managed server. Use as a context manager; ``__exit__`` is ``destroy()``."""
+
+    engine: str = ""
+    stop_signal = signal.SIGTERM
+    start_timeout = 120.0
+    stop_timeout = 120.0
+
+    def __init__(
+        self,
+        binary: ServerBinary,
+        workdir: str | Path | None = None,
+        *,
+        data_dir: str | Path | None = None,
+        wal_dir: str | Path | None = None,
+        init_settings: dict[str, Any] | None = None,
+        tcp: bool = False,
+        golden_dir: str | Path | None = None,
+    ) -> None:
+        self.binary = binary
+        self.id = f"{binary.flavour[:2]}{binary.major}-{uuid.uuid4().hex[:10]}"
+        self.user = server_user()
+        self.init_settings = self.normalize_init_settings(dict(init_settings or {}))
+        self.tcp = tcp
+        self.port = free_port()  # also without TCP: a stray TCP fallback must not hit 5432/3306
+        self.password = uuid.uuid4().hex if tcp else None
+        self.initialized = False
+        self.config_text = ""
+        self._proc: subprocess.Popen | None = None
+        self._clean_stop = True
+        self._destroyed = False
+        self._destroying = False
+        self._remove: list[Path] = []
+        self._empty: list[Path] = []
+        self.bindir = usable_bindir(binary.bindir, binary.version, self.user)
+
+        base = Path(workdir) if workdir is not None else default_workdir()
+        base = Path(os.path.abspath(base))
+        require_reachable(base, self.user, "work directory")
+        if not base.exists():
+            base.mkdir(parents=True)
+            os.chmod(base, 0o755)
+        self.home = base / self.id
+        self.home.mkdir()
+        self._remove.append(self.home)
+        hand_over(self.home, self.user)
+        if data_dir and wal_dir and _overlap(Path(data_dir), Path(wal_dir)):
+            self._remove_files()
+            raise UsageError(f"the WAL/redo directory {wal_dir} must lie apart from the data "
+                             f"directory {data_dir}")
+        try:
+            self.data_dir = self._claim(data_dir, self.home / "data", "data directory")
+            self.wal_dir = self._claim(wal_dir, None, "WAL/redo directory") if wal_dir else None
+            self.socket_dir = self._make_socket_dir()
+            self.log_path = self.home / "server.log"
+            self.log_path.touch()
+            self.golden_dir = Path(golden_dir) if golden_dir else self.home / "golden"
+            self.record = registry.new_record(
+                id=self.id, engine=self.engine, flavour=binary.flavour, version=binary.version,
+                bindir=str(self.bindir), workdir=str(self.home), data_dir=str(self.data_dir),
+                wal_dir=str(self.wal_dir) if self.wal_dir else None,
+                socket_dir=str(self.socket_dir),
+                remove=[str(p) for p in self._remove], empty=[str(p) for p in self._empty],
+            )
+            registry.save(self.record)
+            registry.track(self)
+        except BaseException:
+            self._remove_files()
+            raise
+
+    # --- directories -----------------------------------------------------------------------
+
+    def _claim(self, given: str | Path | None, default: Path | None, what: str) -> Path:
+        """Take a directory for the server: new (removed later), empty (emptied later) or a
+        managed instance's leftover (reaped first). Anything else is the user's data: refused."""
+        if given is None:
+            assert default is not None
+            default.mkdir()
+            hand_over(default, self.user)
+            return default
+        path = Path(os.path.abspath(given))
+        require_reachable(path, self.user, what)
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"the {what} {path} is not a directory")
+        if path.exists() and any(path.iterdir()):
+            self._take_over_managed(path, what)
+        if path.exists():
+            self._empty.append(path)
+        else:
+            top = path
+            while not top.parent.exists():
+                top = top.parent
+            path.mkdir(parents=True)
+            self._remove.append(top)
+        hand_over(path, self.user)
+        return path
+
+    def _take_over_managed(self, path: Path, what: str) -> None:
+        owner = None
+        marker = path / MARKER
+        if marker.is_file():
+            owner = marker.read_text().strip() or "?"
+        for rec in registry.load_all():
+            if str(path) in (rec.data_dir, rec.wal_dir):
+                owner = rec.id
+                if registry.owner_alive(rec):
+                    raise UsageError(
+                        f"the {what} {path} belongs to the running instance {rec.id} "
+                        f"(owner pid {rec.owner_pid})"
+                    )
+                registry.reap(rec)
+        if owner is None:
+            raise UsageError(
+                f"the {what} {path} is not empty and not a pmem-advisor instance's; "
+                "refusing to touch data that was not handed over",
+                hint="point it at an empty or new directory",
+            )
+        registry.empty_dir(path)
+
+    def _make_socket_dir(self) -> Path:
+        d = self.home / "sock"
+        if len(str(d)) > _MAX_SOCKET_DIR:
+            d = Path(tempfile.mkdtemp(prefix="pmemadv-", dir="/tmp"))
+            self._remove.append(d)
+        else:
+            d.mkdir()
+        hand_over(d, self.user)
+        return d
+
+    def _mark(self) -> None:
+        for d in (self.data_dir, self.wal_dir):
+            if d is not None:
+                (d / MARKER).write_text(self.id + "\n")
+
+    # --- subclass hooks --------------------------------------------------------------------
+
+    @abstractmethod
+    def normalize_init_settings(self, settings: dict[str, Any]) -> dict[str, str]:
+        """Validate init-time settings (UsageError for unknown ones)."""
+
+    @abstractmethod
+    def _init_datadir(self) -> None:
+        """Run initdb / mariadb-install-db into ``data_dir`` (+ ``wal_dir``)."""
+
+    @abstractmethod
+    def _write_config(self, config_text: str) -> None:
+        """Write the managed include file (included last) from ``config_text``."""
+
+    @abstractmethod
+    def _server_command(self) -> list[str]: ...
+
+    @abstractmethod
+    def _ready(self) -> bool:
+        """True once the server accepts connections."""
+
+    @abstractmethod
+    def _after_start(self) -> None:
+        """Create the workload database, set the TCP password, ..."""
+
+    @abstractmethod
+    def refusal_reason(self, log_text: str) -> str:
+        """The server's own reason for failing, from its log (one line)."""
+
+    def _after_crash(self) -> None:  # noqa: B027 - optional hook
+        """Tidy what a killed server left that would stop the next start (stale files)."""
+
+    def _release_crash_resources(self) -> None:  # noqa: B027 - optional hook
+        """Free what a killed server still holds outside its directories (shared memory),
+        before its data directory is removed or replaced."""
+
+    def _after_restore(self) -> None:  # noqa: B027 - optional hook
+        """Adapt a restored copy (which may come from another instance) to this one."""
+
+    @property
+    @abstractmethod
+    def conninfo(self) -> ConnInfo: ...
+
+    @abstractmethod
+    def connect(self) -> Any:
+        """A DB-API connection in autocommit mode."""
+
+    @abstractmethod
+    def settings(self) -> dict[str, str]: ...
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def env(self) -> dict[str, str]:
+        """A clean environment for server tools: no PG*/MYSQL_* variables from the caller."""
+        env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "LC_ALL": "C"}
+        if "TZ" in os.environ:
+            env["TZ"] = os.environ["TZ"]
+        return env
+
+    def run_tool(self, cmd: list[str], what: str, timeout: float = 600) -> str:
+        """Run an init tool as the server user; its output goes to the server log."""
+        with open(self.log_path, "ab") as log:
+            start = log.tell()
+            log.write(f"\n--- pmem-advisor: {' '.join(cmd)}\n".encode())
+            log.flush()
+            try:
+                r = subprocess.run(
+                    cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    cwd=self.home, env=self.env(), timeout=timeout, **self.user.popen_kwargs(),
+                )
+            except subprocess.TimeoutExpired as e:
+                raise ServerError(f"{what} timed out after {timeout:.0f} s",
+                                  log_tail=self.log_tail()) from e
+        text = self._log_since(start)
+        if r.returncode != 0:
+            raise ServerError(
+                f"{what} failed: {self.refusal_reason(text)}",
+                hint=self._hint(text), log_tail=self.log_tail(),
+            )
+        return text
+
+    def initialize(self) -> None:
+        """Create a fresh data directory (+ WAL/redo directory) with the init-time settings."""
+        self._check_alive_object()
+        if self.is_running() or self._proc is not None:
+            self.stop()
+        for d in (self.data_dir, self.wal_dir):
+            if d is not None:
+                registry.empty_dir(d)
+        self._init_datadir()
+        self._mark()
+        self.initialized = True
+
+    def start(self, config_text: str = "") -> None:
+        """Start with ``config_text`` as the managed include file; wait until ready."""
+        self._check_alive_object()
+        if self.is_running():
+            raise UsageError(f"instance {self.id} is already running; use restart()")
+        if not self.initialized:
+            raise UsageError(f"instance {self.id} has no data directory yet: initialize() first")
+        if self._proc is not None:  # it died since the last start: tidy up first
+            self.stop()
+        self.config_text = config_text
+        self._write_config(config_text)
+        offset = self.log_path.stat().st_size
+        with open(self.log_path, "ab") as log:
+            self._proc = subprocess.Popen(
+                self._server_command(), stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, cwd=self.home, env=self.env(),
+                start_new_session=True,  # Ctrl-C reaches us, not the server: we stop it cleanly
+                **self.user.popen_kwargs(),
+            )
+        self._clean_stop = False
+        self.record.server_pid = self._proc.pid
+        registry.save(self.record)
+        try:
+            self._wait_ready(offset)
+            self._after_start()
+        except BaseException:
+            self._kill()
+            raise
+
+    def _wait_ready(self, offset: int) -> None:
+        assert self._proc is not None
+        deadline = time.monotonic() + self.start_timeout
+        delay = 0.02
+        while time.monotonic() < deadline:
+            code = self._proc.poll()
+            if code is not None:
+                why = self.refusal_reason(self._log_since(offset))
+                raise ServerError(
+                    f"{self.binary.flavour} {self.binary.version} refused to start "
+                    f"({self._describe_exit(code)}): {why}",
+                    hint=self._hint(self._log_since(offset)), log_tail=self.log_tail(),
+                )
+            if self._ready():
+                return
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.25)
+        raise ServerError(
+            f"{self.binary.flavour} did not become ready within {self.start_timeout:.0f} s",
+            log_tail=self.log_tail(),
+        )
+
+    def stop(self) -> None:
+        """Shut the server down cleanly (SIGKILL only after ``stop_timeout``)."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                try:
+                    proc.send_signal(self.stop_signal)
+                    proc.wait(timeout=self.stop_timeout)
+                    self._clean_stop = proc.returncode == 0
+                except subprocess.TimeoutExpired:
+                    self._kill_group(proc)
+                    self._clean_stop = False
+            else:
+                self._clean_stop = False  # it died on its own: crashed or killed
+        self._reap_leftovers()
+
+    def restart(self, config_text: str | None = None) -> None:
+        """Stop and start again, with ``config_text`` or the previous config."""
+        self.stop()
+        self.start(self.config_text if config_text is None else config_text)
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def raise_if_dead(self) -> None:
+        """ServerError with the log tail if the server exited since it was started."""
+        if self._proc is not None and self._proc.poll() is not None:
+            raise ServerError(
+                f"{self.binary.flavour} server exited unexpectedly "
+                f"({self._describe_exit(self._proc.returncode)})",
+                log_tail=self.log_tail(),
+            )
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self.is_running() else None
+
+    @property
+    def stopped_cleanly(self) -> bool:
+        return self._proc is None and self._clean_stop
+
+    def _hint(self, log_text: str) -> str | None:
+        if _DISK_FULL.search(log_text):
+            where = ", ".join(str(d) for d in (self.data_dir, self.wal_dir) if d)
+            return f"a filesystem is full: check free space of {where}"
+        return None
+
+    def _describe_exit(self, code: int) -> str:
+        return f"killed by {_signal_name(code)}" if code < 0 else f"exit code {code}"
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            self._kill_group(proc)
+        self._clean_stop = False
+        self._reap_leftovers()
+
+    def _kill_group(self, proc: subprocess.Popen) -> None:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for p in registry.server_processes(self.record):
+            try:
+                p.kill()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+
+    def _reap_leftovers(self) -> None:
+        """After a crash or SIGKILL: kill orphaned server children, tidy, forget the pid."""
+        if self.record.server_pid is None:
+            return
+        if self._proc is None:
+            registry.kill_server(self.record, timeout=5)
+        if not self._clean_stop:
+            self._after_crash()
+        self.record.server_pid = None
+        if not self._destroyed:
+            registry.save(self.record)
+
+    def destroy(self) -> None:
+        """Stop the server and remove everything this instance created. Idempotent."""
+        if self._destroyed or self._destroying:
+            return
+        self._destroying = True
+        try:
+            self.stop()
+            if not self._clean_stop and self.initialized:
+                self._release_crash_resources()
+        except Exception:  # noqa: BLE001 - still remove files and the record
+            self._kill()
+        finally:
+            self._destroyed = True
+            self._remove_files()
+            registry.forget(self.id)
+            registry.untrack(self)
+
+    def _remove_files(self) -> None:
+        for d in self._remove:
+            shutil.rmtree(d, ignore_errors=True)
+        for d in self._empty:
+            registry.empty_dir(d)
+
+    def _check_alive_object(self) -> None:
+        if self._destroyed:
+            raise UsageError(f"instance {self.id} was destroyed")
+
+    def __enter__(self) -> Instance:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.destroy()
+
+    # --- logs, queries, snapshots ----------------------------------------------------------
+
+    def _log_since(self, offset: int) -> str:
+        with open(self.log_path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode("utf-8", "replace")
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last ``lines`` lines of the server log (also init tool output)."""
+        try:
+            size = self.log_path.stat().st_size
+        except FileNotFoundError:
+            return ""
+        text = self._log_since(max(0, size - 200 * lines - 4096))
+        return "\n".join(text.splitlines()[-lines:])
+
+    def query(self, sql: str, params: Any = None) -> list[tuple]:
+        """Run one statement on a fresh autocommit connection; rows (empty if none)."""
+        conn = self.connect()
+        try:
+            cur = conn.cursor()
+            cur.execute(sql, params)
+            rows = cur.fetchall() if cur.description else []
+            return [tuple(r) for r in rows]
+        finally:
+            conn.close()
+
+    @property
+    def golden_key(self) -> str:
+        """Hash of everything fixed at init time: trials sharing it share one golden copy."""
+        ident = {
+            "engine": self.engine, "flavour": self.binary.flavour,
+            "version": self.binary.version, "init": sorted(self.init_settings.items()),
+            "separate_wal": self.wal_dir is not None,
+        }
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+
+    def snapshot(self, name: str = "golden") -> None:
+        """Stop cleanly and keep a copy of the data (+ WAL/redo) directory as ``name``."""
+        self._check_alive_object()
+        golden.take(self, name)
+
+    def restore(self, name: str = "golden") -> None:
+        """Replace the data (+ WAL/redo) directory with the copy ``name`` (server stopped)."""
+        self._check_alive_object()
+        golden.put_back(self, name)
+        self._after_restore()
+        self._mark()
+        self.initialized = True
+
+    def has_snapshot(self, name: str = "golden") -> bool:
+        return golden.exists(self, name)
+
+    @staticmethod
+    def first_match(patterns: list[str], text: str) -> str | None:
+        for pat in patterns:
+            m = re.search(pat, text, re.MULTILINE)
+            if m:
+                return " ".join(m.group(0).split())
+        return None

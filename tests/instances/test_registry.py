@@ -1,0 +1,124 @@
+"""The registry: a run that dies leaves nothing behind for long. SIGTERM/Ctrl-C of the owner
+clean up at once; a SIGKILLed owner's server is stopped by the next run's reaper."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from pmem_advisor.instances import create_instance, registry
+from pmem_advisor.instances.base import MARKER
+
+from tests.instances.conftest import find_server
+
+pytestmark = pytest.mark.server
+
+OWNER = """
+import json, sys, time
+from pmem_advisor.instances import create_instance, pick_server
+inst = create_instance(pick_server("postgres", version=sys.argv[1]), wal_dir=sys.argv[2])
+inst.initialize()
+inst.start("")
+print(json.dumps({"id": inst.id, "pid": inst.pid, "home": str(inst.home)}), flush=True)
+time.sleep(120)
+"""
+
+
+def _start_owner(version: str, wal_dir: Path) -> tuple[subprocess.Popen, dict]:
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, version, str(wal_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    line = owner.stdout.readline()
+    if not line:
+        owner.wait()
+        pytest.fail(f"owner process failed: {owner.stderr.read()[-2000:]}")
+    return owner, json.loads(line)
+
+
+def _gone(pid: int, timeout: float = 20) -> bool:
+    try:
+        psutil.Process(pid).wait(timeout)
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.TimeoutExpired:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def pg_version():
+    return find_server("pg-debian").version
+
+
+def test_reaper_stops_the_server_of_a_dead_owner(pg_version, shm_dir):
+    wal = shm_dir / "reaped-wal"
+    owner, info = _start_owner(pg_version, wal)
+    owner.kill()  # SIGKILL: no handler runs, the server (own session) keeps running
+    owner.wait()
+    owner.stdout.close(), owner.stderr.close()
+    assert psutil.pid_exists(info["pid"])
+    stale = [r.id for r in registry.load_all() if not registry.owner_alive(r)]
+    assert info["id"] in stale
+    reaped = registry.reap_stale()
+    assert info["id"] in [r.id for r in reaped]
+    assert _gone(info["pid"])
+    assert not Path(info["home"]).exists() and not wal.exists()
+    assert info["id"] not in [r.id for r in registry.load_all()]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_owner_cleans_up_on_signal(pg_version, shm_dir, sig):
+    wal = shm_dir / f"sig-{sig.name}-wal"
+    owner, info = _start_owner(pg_version, wal)
+    owner.send_signal(sig)
+    _, err = owner.communicate(timeout=60)
+    assert owner.returncode != 0
+    assert _gone(info["pid"]), err
+    assert not Path(info["home"]).exists() and not wal.exists()
+    assert info["id"] not in [r.id for r in registry.load_all()]
+
+
+def test_reaper_leaves_live_owners_alone(pg_version):
+    with create_instance(find_server("pg-debian")) as inst:
+        inst.initialize()
+        inst.start()
+        assert inst.id not in [r.id for r in registry.reap_stale()]
+        assert inst.is_running() and inst.query("SELECT 1") == [(1,)]
+    assert inst.id not in [r.id for r in registry.load_all()]
+    assert not inst.home.exists()
+
+
+def test_left_over_managed_data_dir_is_taken_over(pg_version, shm_dir):
+    """A --data-dir holding a managed instance's leftovers (its marker names a run that is
+    gone) is emptied and reused; the directory itself is the user's and is kept."""
+    data = shm_dir / "reused-data"
+    data.mkdir()
+    (data / MARKER).write_text("po15-0123456789\n")
+    (data / "PG_VERSION").write_text("15\n")
+    with create_instance(find_server("pg-debian"), data_dir=data) as inst:
+        inst.initialize()
+        inst.start()
+        assert inst.settings()["data_directory"] == str(data)
+    assert data.is_dir() and not any(data.iterdir())
+    data.rmdir()
+
+
+def test_cli_lists_and_reaps(run_cli, pg_version):
+    with create_instance(find_server("pg-debian")) as inst:
+        code, out, _ = run_cli("instances", "list", "--json")
+        assert code == 0
+        rows = {r["id"]: r for r in json.loads(out)}
+        assert rows[inst.id]["state"] == "live" and rows[inst.id]["owner_pid"] == os.getpid()
+        code, out, _ = run_cli("instances", "reap", "--json")
+        assert code == 0 and inst.id not in json.loads(out)
+        code, out, err = run_cli("instances", "list")
+        assert code == 0 and inst.id in out
+    code, out, _ = run_cli("instances", "list", "--json")
+    assert inst.id not in out
