@@ -1,0 +1,146 @@
+"""`pmem-advisor config render|parse|validate`: write, read and server-check config files."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+from pmem_advisor.cli.knobs import resolve_target
+from pmem_advisor.cli.output import console, out, print_json
+from pmem_advisor.errors import EXIT_FINDINGS, InputError, UsageError
+from pmem_advisor.knobs.catalog import load_catalog
+from pmem_advisor.knobs.configfile import ConfigFile
+from pmem_advisor.knobs.emit import Header, Setting, emit_config
+from pmem_advisor.knobs.parse_mycnf import parse_mycnf
+from pmem_advisor.knobs.parse_pg import parse_postgresql_conf
+from rich.table import Table
+
+config_app = typer.Typer(help="Render, parse and validate server config files.",
+                         no_args_is_help=True)
+
+
+def _engine_of(path: str) -> str:
+    """mysql for option files (.cnf/.ini, or a first line that is a [group] or !include)."""
+    if path.endswith((".cnf", ".ini")):
+        return "mysql"
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                s = line.strip()
+                if s and s[0] not in "#;":
+                    return "mysql" if s[0] in "[!" else "postgres"
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror}") from None
+    return "postgres"
+
+
+def read_config(path: str, engine: str | None, flavour: str | None = None,
+                version: str | None = None) -> ConfigFile:
+    engine = engine or _engine_of(path)
+    if engine == "postgres":
+        return parse_postgresql_conf(path)
+    if engine == "mysql":
+        return parse_mycnf(path, flavour=flavour, version=version)
+    raise UsageError(f"unknown engine {engine!r} (use postgres or mysql)")
+
+
+@config_app.command("render")
+def render(
+    engine: str = typer.Argument(..., help="postgres or mysql."),
+    sets: list[str] = typer.Option([], "--set", help="NAME=VALUE (repeatable)."),
+    flavour: str = typer.Option(None, "--flavour", help="postgresql, mysql or mariadb."),
+    version: str = typer.Option(None, "--version", help="Target server version."),
+    out_file: str = typer.Option(None, "--out", help="Write here (default: stdout)."),
+    full: bool = typer.Option(False, "--full", help="postgresql.conf: a complete file."),
+    reason: str = typer.Option("requested on the command line", "--reason",
+                               help="Why the values are set (goes in each line's comment)."),
+    fingerprint: str = typer.Option("unknown", "--fingerprint", help="Hardware fingerprint."),
+) -> None:
+    """Write a config file (postgresql.conf or my.cnf) with the given settings."""
+    flavour, version = resolve_target(engine, flavour, version)
+    catalog = load_catalog(engine, flavour, version)
+    settings = []
+    for item in sets:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise UsageError(f"--set {item!r}: expected NAME=VALUE")
+        settings.append(Setting(name.strip(), value.strip(), reason))
+    header = Header(fingerprint=fingerprint, flavour=catalog.flavour, version=catalog.version)
+    emitted = emit_config(engine, settings, header, catalog=catalog, fragment=not full)
+    for w in emitted.warnings:
+        console.print(f"warning: {w}")
+    if out_file:
+        tmp = out_file + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(emitted.text)
+        os.replace(tmp, out_file)
+        console.print(f"wrote {out_file} ({len(emitted.settings)} settings)")
+    else:
+        out.print(emitted.text, end="", markup=False, highlight=False)
+
+
+@config_app.command("parse")
+def parse(
+    file: str = typer.Argument(..., help="postgresql.conf or my.cnf."),
+    engine: str = typer.Option(None, "--engine", help="postgres or mysql (default: guess)."),
+    flavour: str = typer.Option(None, "--flavour", help="my.cnf: which server's groups."),
+    version: str = typer.Option(None, "--version", help="my.cnf: server version for groups."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show the effective settings of a config file (includes followed) with file:line."""
+    config = read_config(file, engine, flavour, version)
+    if json_out:
+        print_json(config.to_dict())
+        return
+    table = Table(title=f"{config.path} ({config.format}, {len(config.files)} files)")
+    for col in ("name", "value", "where"):
+        table.add_column(col, overflow="fold")
+    for e in config.effective().values():
+        table.add_row(e.name, "(flag)" if e.value is None else e.value,
+                      e.where + (f" [{e.group}]" if e.group else ""))
+    out.print(table)
+    for note in config.notes:
+        console.print(f"note: {note}")
+
+
+@config_app.command("validate")
+def validate(
+    file: str = typer.Argument(..., help="postgresql.conf or my.cnf."),
+    engine: str = typer.Argument(..., help="postgres or mysql."),
+    flavour: str = typer.Option(None, "--flavour", help="Which server to start."),
+    version: str = typer.Option(None, "--version", help="Server version prefix, e.g. 15."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Start the real server on a temporary data directory with FILE and check every value.
+
+    Exit 0 when all are accepted, 1 when any is adjusted or rejected, 2 when FILE is bad."""
+    from pmem_advisor.instances import pick_server
+    from pmem_advisor.knobs.validate import validate_config
+
+    if engine not in ("postgres", "mysql"):
+        raise UsageError(f"unknown engine {engine!r} (use postgres or mysql)")
+    binary = pick_server(engine, flavour, version)
+    config = read_config(file, engine, binary.flavour, binary.version)
+    console.print(f"starting {binary.flavour} {binary.version} with {len(config.effective())} "
+                  f"settings from {file} ...")
+    report = validate_config(config, engine, binary=binary)
+    if json_out:
+        print_json(report.to_dict())
+    else:
+        table = Table(title=f"{file} on {report.flavour} {report.version}")
+        for col in ("name", "requested", "status", "server value", "where", "detail"):
+            table.add_column(col, overflow="fold")
+        colour = {"accepted": "green", "adjusted": "yellow", "rejected": "red"}
+        for c in report.checks:
+            status = f"[{colour.get(c.status, 'white')}]{c.status}[/]"
+            table.add_row(c.name, c.requested or "(flag)", status, c.reported or "",
+                          f"{c.file}:{c.line}", c.detail)
+        out.print(table)
+        for p in report.problems:
+            console.print(f"[red]problem[/]: {p}")
+    if not report.ok:
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(config_app, name="config")

@@ -1,0 +1,401 @@
+"""Knob catalogs: YAML data per flavour, checked against a JSON schema when loaded.
+
+Values are held in the server's base unit, the one ``pg_settings.setting`` and
+``SHOW GLOBAL VARIABLES`` report (8 kB pages for shared_buffers, bytes for
+innodb_buffer_pool_size). ``Knob.parse`` turns config-file text into that value and
+``Knob.render`` turns it back into text in the server's own units.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from pmem_advisor.errors import UnknownKnobError, UsageError
+from pmem_advisor.knobs import units
+from pmem_advisor.knobs.version import parse_version, series, version_in
+
+DATA = Path(__file__).resolve().parent / "data"
+ENGINES = {"postgres": ("postgresql",), "mysql": ("mysql", "mariadb")}
+DEFAULT_FLAVOUR = {"postgres": "postgresql", "mysql": "mysql"}
+NUMERIC = ("int", "size", "duration", "real")
+_PG_TRUE = ("true", "yes", "on", "1")
+_PG_FALSE = ("false", "no", "off", "0")
+_MY_BOOL = {"on": True, "true": True, "yes": True, "1": True,
+            "off": False, "false": False, "no": False, "0": False}
+
+
+class CatalogDataError(ValueError):
+    """A shipped catalog file breaks the schema or its own rules: a bug, not a user error."""
+
+
+class KnobNotInVersion(UnknownKnobError):
+    """A knob the flavour has, but not in the target version."""
+
+    def __init__(self, message: str, *, name: str, version: str) -> None:
+        super().__init__(message)
+        self.knob_name = name
+        self.version = version
+
+
+def normalize_name(engine: str, name: str) -> str:
+    """Canonical knob name: lowercase; MySQL/MariaDB also treat '-' and '_' as the same."""
+    name = name.strip().lower()
+    return name.replace("-", "_") if engine == "mysql" else name
+
+
+def has_control_chars(text: str) -> bool:
+    return any(ord(c) < 0x20 or ord(c) == 0x7F for c in text)
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    engine: str
+    flavour: str
+    type: str  # bool|int|real|enum|size|duration|path|string
+    default: Any
+    scope: str  # session|reload|restart|reinit|compile
+    description: str
+    doc_url: str
+    category: str
+    unit: str | None = None
+    min: float | None = None
+    max: float | None = None
+    values: tuple[str, ...] = ()
+    safety: str = "safe"  # safe|durability-risk
+    safety_reason: str = ""
+    risky_values: tuple = ()
+    versions: tuple[str | None, str | None] = (None, None)  # since (inclusive), until (exclusive)
+    samples: tuple = ()  # legal non-default values that start on a small test machine
+    build_values: tuple[str, ...] = ()  # enum values that need a server build option
+    auto_values: tuple = ()  # values the server replaces by a derived one (wal_buffers=-1)
+    aliases: tuple[tuple[str, str], ...] = ()  # enum spelling -> what the server reports
+    config_file: bool = True  # False: set by initdb/compile, not in the config file
+    init_option: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    # -- text -> value -------------------------------------------------------------------
+    def parse(self, text: str, *, check_range: bool = True) -> Any:
+        """Config-file text (already unquoted) to the value in the server's base unit."""
+        text = str(text).strip()
+        if self.type == "bool":
+            return self._parse_bool(text)
+        if self.type == "enum":
+            return self._parse_enum(text)
+        if self.type in ("path", "string"):
+            if has_control_chars(text):
+                raise UsageError(f"{self.name}: value contains a control character (newline?)")
+            return text
+        value = self._parse_number(text)
+        return self._check_range(value) if check_range else value
+
+    def _parse_bool(self, text: str) -> bool:
+        low = text.lower()
+        if self.engine == "mysql":
+            if low in _MY_BOOL:
+                return _MY_BOOL[low]
+        elif low:  # PostgreSQL accepts unique prefixes: 't', 'y', 'of' (not 'o')
+            is_true = any(w.startswith(low) for w in _PG_TRUE)
+            is_false = any(w.startswith(low) for w in _PG_FALSE)
+            if is_true != is_false:
+                return is_true
+        raise UsageError(f"{self.name}: {text!r} is not a boolean (use on or off)")
+
+    def _parse_enum(self, text: str) -> str:
+        low = text.lower()
+        for alias, target in self.aliases:
+            if alias.lower() == low:
+                return target
+        for v in self.values:
+            if v.lower() == low:
+                return v
+        if self.engine == "postgres" and {"on", "off"} <= set(self.values):
+            if low in ("true", "yes", "1"):
+                return "on"
+            if low in ("false", "no", "0"):
+                return "off"
+        if self.engine == "mysql" and low.isdigit() and int(low) < len(self.values):
+            return self.values[int(low)]  # MySQL accepts an enum's index
+        raise UsageError(f"{self.name}: {text!r} is not one of {', '.join(self.values)}")
+
+    def _parse_number(self, text: str) -> int | float:
+        if self.engine == "postgres":
+            parsed = units.pg_number(text)
+            value = None
+            if parsed is not None:
+                value = units.pg_to_base(parsed[0], parsed[1], self.unit)
+            if value is None:
+                hint = f" (units: {', '.join(units.pg_units_for(self.unit))})" if parsed else ""
+                raise UsageError(f"{self.name}: {text!r} is not a valid {self._kind()}{hint}")
+        else:
+            value = units.my_number(text)
+            if value is None:
+                raise UsageError(f"{self.name}: {text!r} is not a valid {self._kind()}")
+            if self.type != "real" and value != int(value):
+                raise UsageError(f"{self.name}: {text!r} is not an integer")
+        if not math.isfinite(value):
+            raise UsageError(f"{self.name}: {text!r} is not a finite number")
+        return float(value) if self.type == "real" else units.pg_round(value)
+
+    def _kind(self) -> str:
+        unit = f" in {self.unit} units" if self.unit else ""
+        return {"real": "number", "size": "size", "duration": "duration"}.get(
+            self.type, "integer") + unit
+
+    def _check_range(self, value: int | float) -> int | float:
+        lo, hi = self.min, self.max
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise UsageError(f"{self.name}: {self.render(value)} is outside the allowed range "
+                             f"{self.describe_range()}")
+        return value
+
+    def describe_range(self) -> str:
+        """The allowed values as a person reads them: '16 .. 1073741823 (8kB units; 128kB ..)'."""
+        if self.type == "enum":
+            return "one of " + ", ".join(self.values)
+        if self.type == "bool":
+            return "on or off"
+        if self.type not in NUMERIC:
+            return "any text without control characters"
+        lo = "-inf" if self.min is None else self._fmt(self.min)
+        hi = "inf" if self.max is None else self._fmt(self.max)
+        if self.unit and self.type != "real":
+            return f"{lo} .. {hi} ({self.unit} units)" if self.unit != "B" else f"{lo} .. {hi}"
+        return f"{lo} .. {hi}" + (f" ({self.unit})" if self.unit else "")
+
+    def _fmt(self, value: float) -> str:
+        if self.type == "real":
+            return units.render_real(value)
+        return self.render(int(value)) if self.type in ("size", "duration") else str(int(value))
+
+    # -- value -> text -------------------------------------------------------------------
+    def render(self, value: Any) -> str:
+        """The value as config-file text in the server's own units (unquoted)."""
+        if self.type == "bool":
+            on = bool(value)
+            return ("ON" if on else "OFF") if self.engine == "mysql" else ("on" if on else "off")
+        if self.type == "real":
+            return units.render_real(float(value))
+        if self.type in ("int", "size", "duration"):
+            value = int(value)
+            if self.engine == "postgres":
+                return units.pg_render_int(value, self.unit)
+            return units.my_render_size(value) if self.type == "size" else str(value)
+        text = str(value)
+        if has_control_chars(text):
+            raise UsageError(f"{self.name}: value contains a control character (newline?)")
+        return text
+
+    def coerce(self, value: Any) -> Any:
+        """Text or a Python value to the checked base-unit value (UsageError when illegal)."""
+        if isinstance(value, str):
+            return self.parse(value)
+        if self.type == "bool":
+            if isinstance(value, bool) or value in (0, 1):
+                return bool(value)
+        elif self.type == "enum":
+            if isinstance(value, bool):
+                return self.parse("on" if value else "off")
+            return self.parse(str(value))
+        elif self.type in ("path", "string"):
+            return self.parse(str(value))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            if self.type == "real":
+                return self._check_range(float(value))
+            if float(value) == int(value):
+                return self._check_range(int(value))
+        raise UsageError(f"{self.name}: {value!r} is not a valid {self._kind()}; "
+                         f"allowed: {self.describe_range()}")
+
+    def same(self, a: Any, b: Any) -> bool:
+        """Equal as the server sees them (reals compare with the server's print precision)."""
+        if self.type == "real":
+            return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-9)
+        if self.type == "enum":
+            return str(a).lower() == str(b).lower()
+        return a == b
+
+    def is_risky(self, value: Any) -> bool:
+        """True when ``value`` trades durability for speed (see ``safety_reason``)."""
+        value = self.coerce(value)
+        return any(self.same(value, self.coerce(r)) for r in self.risky_values)
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name, "type": self.type, "default": self.default,
+            "default_text": self.render(self.default), "unit": self.unit,
+            "min": self.min, "max": self.max, "values": list(self.values) or None,
+            "scope": self.scope, "safety": self.safety, "safety_reason": self.safety_reason or None,
+            "risky_values": list(self.risky_values), "auto_values": list(self.auto_values),
+            "category": self.category,
+            "since": self.versions[0], "until": self.versions[1],
+            "config_file": self.config_file, "init_option": self.init_option,
+            "description": self.description, "doc_url": self.doc_url, "notes": list(self.notes),
+        }
+
+
+@dataclass
+class Catalog:
+    engine: str
+    flavour: str
+    title: str
+    version: str  # the version the knobs were resolved for ("18", "10.11.19")
+    knobs: dict[str, Knob]
+    absent: dict[str, tuple[str | None, str | None]]  # flavour knobs missing in this version
+
+    def __iter__(self):
+        return iter(self.knobs.values())
+
+    def __len__(self) -> int:
+        return len(self.knobs)
+
+    def __contains__(self, name: str) -> bool:
+        return normalize_name(self.engine, name) in self.knobs
+
+    def names(self) -> list[str]:
+        return list(self.knobs)
+
+    def get(self, name: str) -> Knob:
+        """The knob; UnknownKnobError with the closest names, KnobNotInVersion when absent."""
+        key = normalize_name(self.engine, name)
+        if key in self.knobs:
+            return self.knobs[key]
+        where = f"{self.title} {self.version}"
+        if key in self.absent:
+            since, until = self.absent[key]
+            span = (f"exists from {since}" if since else "") + (
+                f"{', ' if since else ''}removed in {until}" if until else "")
+            raise KnobNotInVersion(f"{key} does not exist in {where} ({span})",
+                                   name=key, version=self.version)
+        close = difflib.get_close_matches(key, list(self.knobs) + list(self.absent), n=3,
+                                          cutoff=0.6)
+        hint = f"did you mean {', '.join(close)}?" if close else None
+        raise UnknownKnobError(f"unknown {self.title} knob: {name}", hint=hint)
+
+
+def supported_versions(engine: str, flavour: str | None = None) -> list[str]:
+    flavour = _flavour(engine, flavour)
+    return list(_raw(flavour)["series"])
+
+
+def _flavour(engine: str, flavour: str | None) -> str:
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r} (use postgres or mysql)")
+    flavour = (flavour or DEFAULT_FLAVOUR[engine]).lower()
+    if flavour == "postgres":
+        flavour = "postgresql"
+    if flavour not in ENGINES[engine]:
+        raise UsageError(f"flavour {flavour!r} does not belong to engine {engine} "
+                         f"(use {' or '.join(ENGINES[engine])})")
+    return flavour
+
+
+def load_catalog(engine: str, flavour: str | None = None, version: str | None = None) -> Catalog:
+    """The knobs of ``flavour`` as they are in ``version`` (default: the newest series)."""
+    flavour = _flavour(engine, flavour)
+    raw = _raw(flavour)
+    supported = raw["series"]
+    if version is None:
+        version = supported[-1]
+    version = str(version).strip()
+    v_series = series(version, 1 if engine == "postgres" else 2)
+    newest = parse_version(supported[-1])
+    if v_series not in supported and not (
+        raw.get("open_ended") and parse_version(version) > newest
+    ):
+        raise UsageError(f"{raw['title']} {version} is not supported "
+                         f"(supported: {', '.join(supported)}"
+                         f"{' and newer' if raw.get('open_ended') else ''})")
+    knobs, absent = {}, {}
+    for base in _base_knobs(flavour):
+        since, until = base.versions
+        if not version_in(version, since, until):
+            absent[base.name] = (since, until)
+            continue
+        knobs[base.name] = _at_version(flavour, base.name, version)
+    return Catalog(engine, flavour, raw["title"], version, knobs, absent)
+
+
+@lru_cache(maxsize=8)
+def _raw(flavour: str) -> dict:
+    path = DATA / f"{flavour}.yaml"
+    with open(path, encoding="utf-8") as f:
+        data = yaml.safe_load(f)
+    try:
+        jsonschema.validate(data, _schema())
+    except jsonschema.ValidationError as e:
+        where = "/".join(str(p) for p in e.absolute_path)
+        raise CatalogDataError(f"{path.name}: {where}: {e.message}") from None
+    names = [k["name"] for k in data["knobs"]]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise CatalogDataError(f"{path.name}: duplicate knobs {sorted(dupes)}")
+    return data
+
+
+@lru_cache(maxsize=1)
+def _schema() -> dict:
+    return json.loads((DATA / "catalog.schema.json").read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=8)
+def _base_knobs(flavour: str) -> tuple[Knob, ...]:
+    raw = _raw(flavour)
+    return tuple(_build(raw["engine"], flavour, entry, None) for entry in raw["knobs"])
+
+
+@lru_cache(maxsize=4096)
+def _at_version(flavour: str, name: str, version: str) -> Knob:
+    raw = _raw(flavour)
+    entry = next(k for k in raw["knobs"] if k["name"] == name)
+    return _build(raw["engine"], flavour, entry, version)
+
+
+_FIELDS = ("type", "unit", "min", "max", "values", "default", "scope", "samples",
+           "risky_values", "safety_reason", "build_values", "auto_values", "aliases")
+
+
+def _build(engine: str, flavour: str, entry: dict, version: str | None) -> Knob:
+    """One knob, with the ``changes`` that apply at ``version`` merged over the base entry."""
+    merged = {f: entry.get(f) for f in _FIELDS}
+    notes = []
+    for change in entry.get("changes", []):
+        if version is not None and version_in(version, change["since"], change.get("until")):
+            merged.update({f: change[f] for f in _FIELDS if f in change})
+            notes.append(f"{change['since']}: {change['note']}")
+        elif version is None:
+            notes.append(f"{change['since']}: {change['note']}")
+    risky = tuple(merged["risky_values"] or ())
+    knob = Knob(
+        name=entry["name"], engine=engine, flavour=flavour, type=merged["type"],
+        default=None, scope=merged["scope"], description=entry["description"],
+        doc_url=entry["doc"], category=entry["category"], unit=merged["unit"],
+        min=merged["min"], max=merged["max"], values=tuple(merged["values"] or ()),
+        safety="durability-risk" if risky else "safe",
+        safety_reason=merged["safety_reason"] or "", risky_values=(),
+        versions=(entry.get("since"), entry.get("until")),
+        build_values=tuple(merged["build_values"] or ()),
+        aliases=tuple(sorted((merged["aliases"] or {}).items())),
+        config_file=entry.get("config_file", True), init_option=entry.get("init_option"),
+        notes=tuple(notes),
+    )
+    try:
+        default = knob.coerce(merged["default"])
+        samples = tuple(knob.coerce(s) for s in merged["samples"] or ())
+        risky = tuple(knob.coerce(r) for r in risky)
+        auto = tuple(knob.coerce(a) for a in merged["auto_values"] or ())
+    except UsageError as e:
+        raise CatalogDataError(f"{flavour} catalog, {entry['name']} at {version}: {e}") from None
+    if risky and not knob.safety_reason:
+        raise CatalogDataError(f"{flavour} catalog: {entry['name']} has risky values, no reason")
+    if any(knob.same(s, default) for s in samples):
+        raise CatalogDataError(f"{flavour} catalog: {entry['name']} sample equals the default")
+    return replace(knob, default=default, samples=samples, risky_values=risky, auto_values=auto)

@@ -1,0 +1,143 @@
+"""Emitters: postgresql.conf (complete file or include-able fragment) and my.cnf [mysqld].
+
+Every setting line says why it is set; the header names the hardware fingerprint, flavour,
+version and tool version. Values are checked against the catalog and quoted so that no value
+can end a line or start another directive (control characters are refused).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pmem_advisor import __version__
+from pmem_advisor.errors import UsageError
+from pmem_advisor.knobs.catalog import Catalog, Knob, KnobNotInVersion, load_catalog
+from pmem_advisor.knobs.parse_mycnf import quote_value
+from pmem_advisor.knobs.parse_pg import quote
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    value: Any  # text ("128MB") or a base-unit value (16384)
+    reason: str = ""  # rule id, trial number, "user" ...
+
+
+@dataclass(frozen=True)
+class Header:
+    fingerprint: str = "unknown"
+    flavour: str = ""
+    version: str = ""
+    tool_version: str = __version__
+    notes: tuple[str, ...] = ()
+
+
+@dataclass
+class EmittedConfig:
+    text: str
+    warnings: list[str] = field(default_factory=list)
+    settings: list[tuple[Knob, Any, str]] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def one_line(text: str) -> str:
+    """Comment text on one line: control characters become spaces."""
+    return " ".join("".join(c if c.isprintable() else " " for c in str(text)).split())
+
+
+def resolve_settings(settings: list[Setting], catalog: Catalog
+                     ) -> tuple[list[tuple[Knob, Any, str]], list[str]]:
+    """Check every setting against the catalog; knobs absent in the version are dropped."""
+    chosen: dict[str, tuple[Knob, Any, str]] = {}
+    warnings: list[str] = []
+    for s in settings:
+        try:
+            knob = catalog.get(s.name)
+        except KnobNotInVersion as e:
+            warnings.append(f"dropped {e.knob_name}: {e.message}")
+            continue
+        value = knob.coerce(s.value)
+        if knob.type == "path" and not value:
+            raise UsageError(f"{knob.name}: an empty path is not the default on every server; "
+                             "leave the setting out to keep the default")
+        if knob.name in chosen:
+            warnings.append(f"{knob.name} set twice; the last value wins")
+        chosen[knob.name] = (knob, value, s.reason)
+    return list(chosen.values()), warnings
+
+
+def _header_lines(header: Header, catalog: Catalog, kind: str) -> list[str]:
+    lines = [
+        f"# {kind} written by pmem-advisor {one_line(header.tool_version)}",
+        f"# target: {catalog.title} {one_line(header.version or catalog.version)}",
+        f"# hardware fingerprint: {one_line(header.fingerprint)}",
+    ]
+    lines += [f"# note: {one_line(n)}" for n in header.notes]
+    lines.append("# Each line says why it is set (rule id or tuning trial).")
+    return lines
+
+
+def _catalog_for(engine: str, header: Header, catalog: Catalog | None) -> Catalog:
+    if catalog is not None:
+        return catalog
+    return load_catalog(engine, header.flavour or None, header.version or None)
+
+
+def pg_value_text(knob: Knob, value: Any) -> str:
+    """Numbers and booleans bare (units included), everything else single-quoted."""
+    text = knob.render(value)
+    if knob.type in ("bool", "int", "size", "duration", "real"):
+        return text
+    return quote(text)
+
+
+def emit_postgresql_conf(settings: list[Setting], header: Header = Header(), *,
+                         catalog: Catalog | None = None, fragment: bool = True) -> EmittedConfig:
+    """postgresql.conf text: an include-able fragment, or a complete file with the defaults
+    of every other catalog knob as comments."""
+    catalog = _catalog_for("postgres", header, catalog)
+    resolved, warnings = resolve_settings(settings, catalog)
+    kind = "postgresql.conf fragment (include it last)" if fragment else "postgresql.conf"
+    lines = _header_lines(header, catalog, kind) + [""]
+    for knob, value, reason in resolved:
+        why = one_line(reason) or "requested"
+        if not knob.config_file:
+            warnings.append(f"{knob.name} is not a config-file setting: use {knob.init_option}")
+            lines.append(f"# {knob.name} = {knob.render(value)} needs {one_line(knob.init_option)}"
+                         f"  # {why}")
+            continue
+        lines.append(f"{knob.name} = {pg_value_text(knob, value)}  # {why}")
+    if not fragment:
+        chosen = {k.name for k, _, _ in resolved}
+        lines += ["", "# Other knobs pmem-advisor knows, at their defaults:"]
+        for knob in catalog:
+            if knob.name not in chosen and knob.config_file:
+                lines.append(f"#{knob.name} = {pg_value_text(knob, knob.default)}"
+                             f"  # default ({knob.scope})")
+    return EmittedConfig("\n".join(lines) + "\n", warnings, resolved)
+
+
+def emit_mycnf(settings: list[Setting], header: Header = Header(), *,
+               catalog: Catalog | None = None) -> EmittedConfig:
+    """my.cnf text with one [mysqld] group."""
+    catalog = _catalog_for("mysql", header, catalog)
+    resolved, warnings = resolve_settings(settings, catalog)
+    lines = _header_lines(header, catalog, "my.cnf") + ["", "[mysqld]"]
+    for knob, value, reason in resolved:
+        if knob.scope == "reinit":
+            warnings.append(f"{knob.name} only takes effect when the data directory is created")
+        why = one_line(reason) or "requested"
+        lines.append(f"{knob.name} = {quote_value(knob.render(value))}  # {why}")
+    return EmittedConfig("\n".join(lines) + "\n", warnings, resolved)
+
+
+def emit_config(engine: str, settings: list[Setting], header: Header = Header(), *,
+                catalog: Catalog | None = None, fragment: bool = True) -> EmittedConfig:
+    if engine == "postgres":
+        return emit_postgresql_conf(settings, header, catalog=catalog, fragment=fragment)
+    if engine == "mysql":
+        return emit_mycnf(settings, header, catalog=catalog)
+    raise UsageError(f"unknown engine {engine!r} (use postgres or mysql)")

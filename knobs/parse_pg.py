@@ -1,0 +1,130 @@
+"""postgresql.conf parser, following the server's lexer (guc-file.l).
+
+Lines are ``name [=] value [# comment]``; values are a quoted string ('' and backslash
+escapes) or one unquoted token (numbers with units, identifiers). ``include``,
+``include_if_exists`` and ``include_dir`` are relative to the including file; last one wins;
+``postgresql.auto.conf`` next to the main file is read last, as the server does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from pmem_advisor.errors import InputError
+from pmem_advisor.knobs.configfile import ConfigEntry, ConfigFile
+
+MAX_DEPTH = 10  # the server's CONF_FILE_MAX_DEPTH
+_ID = r"[A-Za-z_\x80-\uffff][A-Za-z0-9_$\x80-\uffff]*"
+_NAME = rf"{_ID}(?:\.{_ID})?"
+_STRING = r"'(?:[^'\\\n]|\\.|'')*'"
+_UNQUOTED = r"[-+]?[A-Za-z0-9_.:/\x80-\uffff][-+A-Za-z0-9_.:/\x80-\uffff]*"
+_LINE = re.compile(rf"^[ \t\r\f]*(?P<name>{_NAME})[ \t\r\f]*(?:=[ \t\r\f]*)?"
+                   rf"(?P<value>{_STRING}|{_UNQUOTED})[ \t\r\f]*(?:#.*)?$")
+_BLANK = re.compile(r"^[ \t\r\f]*(?:#.*)?$")
+_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def unquote(token: str) -> str:
+    """A value token as the server sees it (GUC_scanstr for quoted strings)."""
+    if not token.startswith("'"):
+        return token
+    body, out, i = token[1:-1], [], 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            n = body[i + 1]
+            if n in "01234567":
+                digits = re.match(r"[0-7]{1,3}", body[i + 1:]).group(0)
+                out.append(chr(int(digits, 8)))
+                i += 1 + len(digits)
+                continue
+            out.append(_ESCAPES.get(n, n))
+            i += 2
+        elif c == "'" and body[i + 1:i + 2] == "'":
+            out.append("'")
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def quote(text: str) -> str:
+    """Quote text so that unquote() gives it back (backslashes and quotes doubled)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def parse_postgresql_conf(path: str, *, auto_conf: bool = True) -> ConfigFile:
+    """Parse ``path`` and its includes; InputError names file:line on any problem."""
+    path = os.path.abspath(path)
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: no such file")
+    result = ConfigFile(format="postgresql", path=path)
+    _read(path, result, depth=0, origin=None)
+    auto = os.path.join(os.path.dirname(path), "postgresql.auto.conf")
+    if auto_conf and os.path.basename(path) != "postgresql.auto.conf" and os.path.isfile(auto):
+        _read(auto, result, depth=0, origin=None)
+    return result
+
+
+def parse_postgresql_text(text: str, name: str = "<text>") -> ConfigFile:
+    """Parse config text without includes (for emitted fragments and tests)."""
+    result = ConfigFile(format="postgresql", path=name)
+    _parse_lines(text, name, result, depth=0, allow_include=False)
+    return result
+
+
+def _read(path: str, result: ConfigFile, depth: int, origin: str | None) -> None:
+    if depth > MAX_DEPTH:
+        raise InputError(f"{origin}: includes nested more than {MAX_DEPTH} deep (a loop?)")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise InputError(f"{origin or path}: cannot read {path}: {e.strerror}") from None
+    if b"\0" in data:
+        raise InputError(f"{path}: binary data (NUL byte) in a config file")
+    result.files.append(path)
+    _parse_lines(data.decode("utf-8", errors="replace"), path, result, depth, True)
+
+
+def _parse_lines(text: str, path: str, result: ConfigFile, depth: int,
+                 allow_include: bool) -> None:
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if _BLANK.match(line):
+            continue
+        m = _LINE.match(line)
+        if not m:
+            raise InputError(f"{path}:{lineno}: syntax error in {line.strip()[:60]!r}")
+        name, value = m.group("name").lower(), unquote(m.group("value"))
+        where = f"{path}:{lineno}"
+        if name in ("include", "include_if_exists", "include_dir"):
+            if not allow_include:
+                raise InputError(f"{where}: {name} is not allowed here")
+            _include(name, value, path, where, result, depth)
+            continue
+        result.entries.append(ConfigEntry(name=name, value=value, file=path, line=lineno,
+                                          raw_name=m.group("name")))
+
+
+def _include(kind: str, target: str, path: str, where: str, result: ConfigFile,
+             depth: int) -> None:
+    if not target:
+        raise InputError(f"{where}: empty {kind} path")
+    full = target if os.path.isabs(target) else os.path.join(os.path.dirname(path), target)
+    if kind == "include_dir":
+        if not os.path.isdir(full):
+            raise InputError(f"{where}: include_dir {target!r}: no such directory")
+        for name in sorted(os.listdir(full)):  # the server reads *.conf in name order
+            if name.endswith(".conf") and not name.startswith("."):
+                file = os.path.join(full, name)
+                if os.path.isfile(file):
+                    _read(file, result, depth + 1, where)
+        return
+    if not os.path.exists(full):
+        if kind == "include_if_exists":
+            result.notes.append(f"{where}: skipped missing include_if_exists {target!r}")
+            return
+        raise InputError(f"{where}: include {target!r}: no such file")
+    _read(full, result, depth + 1, where)

@@ -1,0 +1,96 @@
+"""Number and unit arithmetic shared by knob parsing and rendering.
+
+PostgreSQL units are case-sensitive (B kB MB GB TB, us ms s min h d) and values are rounded
+to the parameter's base unit; MySQL and MariaDB accept K M G T P E suffixes on any number.
+"""
+
+from __future__ import annotations
+
+import re
+
+PG_MEMORY = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+PG_TIME_US = {"us": 1, "ms": 1000, "s": 1000**2, "min": 60 * 1000**2, "h": 3600 * 1000**2,
+              "d": 86400 * 1000**2}
+# Base units a catalog may name, in bytes or microseconds.
+BASE_BYTES = {"B": 1, "kB": 1024, "8kB": 8192, "MB": 1024**2}
+BASE_US = {"us": 1, "ms": 1000, "s": 1000**2, "min": 60 * 1000**2}
+MY_SUFFIX = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5, "E": 1024**6}
+
+_PG_NUMBER = re.compile(r"^\s*([-+]?(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?))"
+                        r"\s*([A-Za-z]*)\s*$")
+_MY_NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)([kKmMgGtTpPeE]?)\s*$")
+
+
+def pg_number(text: str) -> tuple[float, str] | None:
+    """Split PostgreSQL numeric text into (number, unit) or None when it is not a number."""
+    m = _PG_NUMBER.match(text)
+    if not m:
+        return None
+    num = m.group(1)
+    value = float(int(num, 16)) if "0x" in num.lower() else float(num)
+    return value, m.group(2)
+
+
+def pg_to_base(value: float, unit: str, base: str | None) -> float | None:
+    """Convert ``value unit`` to the base unit ``base``; None when the unit does not fit."""
+    if not unit:
+        return value
+    if base in BASE_BYTES and unit in PG_MEMORY:
+        return value * PG_MEMORY[unit] / BASE_BYTES[base]
+    if base in BASE_US and unit in PG_TIME_US:
+        return value * PG_TIME_US[unit] / BASE_US[base]
+    return None
+
+
+def pg_units_for(base: str | None) -> list[str]:
+    """The unit names PostgreSQL accepts for a parameter with base unit ``base``."""
+    if base in BASE_BYTES:
+        return list(PG_MEMORY)
+    if base in BASE_US:
+        return list(PG_TIME_US)
+    return []
+
+
+def pg_render_int(value: int, base: str | None) -> str:
+    """The largest exact unit for ``value`` (in ``base``): 16384 x 8kB -> '128MB'."""
+    if value <= 0 or base is None:
+        return str(value)
+    if base in BASE_BYTES:
+        total, table = value * BASE_BYTES[base], PG_MEMORY
+    elif base in BASE_US:
+        total, table = value * BASE_US[base], PG_TIME_US
+    else:
+        return str(value)
+    for name, size in sorted(table.items(), key=lambda kv: -kv[1]):
+        if total % size == 0:
+            return f"{total // size}{name}"
+    return str(value)
+
+
+def pg_round(value: float) -> int:
+    """PostgreSQL rounds converted values with rint(): halves go to the even neighbour."""
+    return int(round(value))
+
+
+def my_number(text: str) -> float | None:
+    """MySQL/MariaDB numeric option text with an optional K/M/G/T/P/E suffix."""
+    m = _MY_NUMBER.match(text)
+    if not m:
+        return None
+    return float(m.group(1)) * MY_SUFFIX.get(m.group(2).upper(), 1)
+
+
+def my_render_size(value: int) -> str:
+    """Bytes with the largest exact suffix up to G: 134217728 -> '128M'."""
+    if value <= 0:
+        return str(value)
+    for suffix in ("G", "M", "K"):
+        if value % MY_SUFFIX[suffix] == 0:
+            return f"{value // MY_SUFFIX[suffix]}{suffix}"
+    return str(value)
+
+
+def render_real(value: float) -> str:
+    """Shortest text that reads back as the same float, without a trailing '.0'."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text

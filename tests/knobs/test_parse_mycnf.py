@@ -1,0 +1,73 @@
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pmem_advisor.errors import InputError
+from pmem_advisor.knobs.parse_mycnf import parse_mycnf, parse_mycnf_text, quote_value
+
+
+def test_groups_includes_and_spellings(tmp_path):
+    (tmp_path / "conf.d").mkdir()
+    (tmp_path / "conf.d" / "a.cnf").write_text("[mysqld]\ninnodb_io_capacity = 400\n")
+    (tmp_path / "conf.d" / "b.txt").write_text("[mysqld]\ninnodb_io_capacity = 1\n")
+    (tmp_path / "extra.cnf").write_text("[server]\nmax-connections = 300 # comment\n")
+    main = tmp_path / "my.cnf"
+    main.write_text(
+        "[client]\nport = 3307\n"
+        "; comment\n"
+        "[mysqld]\n"
+        "innodb-buffer-pool-size = 1G\n"
+        "skip-innodb-doublewrite\n"
+        "loose-innodb_log_file_mmap = ON\n"
+        "innodb_log_group_home_dir = \"/mnt/pmem 0/#log\"\n"
+        "skip-name-resolve\n"
+        "!include extra.cnf\n"
+        "!includedir conf.d\n"
+        "[mariadb-10.11]\ninnodb_flush_method = O_DSYNC\n"
+        "[mysqld-8.0]\ninnodb_flush_method = O_DIRECT\n"
+    )
+    c = parse_mycnf(str(main), flavour="mariadb", version="10.11.19")
+    eff = c.effective()
+    assert eff["innodb_buffer_pool_size"].value == "1G"
+    assert eff["innodb_doublewrite"].value == "OFF" and eff["innodb_doublewrite"].line == 6
+    assert eff["innodb_log_file_mmap"].loose
+    assert eff["innodb_log_group_home_dir"].value == "/mnt/pmem 0/#log"
+    assert eff["skip_name_resolve"].value is None
+    assert eff["max_connections"].value == "300" and eff["max_connections"].group == "server"
+    assert eff["innodb_io_capacity"].value == "400"
+    assert eff["innodb_flush_method"].value == "O_DSYNC"
+    assert {e.name for e in c.ignored} == {"port", "innodb_flush_method"}
+    mysql = parse_mycnf(str(main), flavour="mysql", version="8.0.36").effective()
+    assert mysql["innodb_flush_method"].value == "O_DIRECT"
+
+
+def test_errors_name_file_and_line(tmp_path):
+    f = tmp_path / "my.cnf"
+    f.write_text("innodb_io_capacity = 1\n")
+    with pytest.raises(InputError, match=r"my.cnf:1: option .* before any \[group\]"):
+        parse_mycnf(str(f))
+    f.write_text("[mysqld\n")
+    with pytest.raises(InputError, match=r"my.cnf:1: wrong group"):
+        parse_mycnf(str(f))
+    f.write_text("[mysqld]\n!include /nonexistent/x.cnf\n")
+    with pytest.raises(InputError, match=r"my.cnf:2: !include"):
+        parse_mycnf(str(f))
+    f.write_text("[mysqld]\n!include my.cnf\n")
+    with pytest.raises(InputError, match="nested"):
+        parse_mycnf(str(f))
+
+
+@given(st.binary(max_size=300))
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_random_bytes_never_crash(tmp_path, data):
+    f = tmp_path / "fuzz.cnf"
+    f.write_bytes(data)
+    try:
+        parse_mycnf(str(f))
+    except InputError as e:
+        assert "\n" not in str(e)
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), max_size=40))
+def test_quote_round_trip(text):
+    parsed = parse_mycnf_text(f"[mysqld]\nx = {quote_value(text)}  # why\n")
+    assert parsed.effective()["x"].value == text
