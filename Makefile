@@ -52,7 +52,7 @@ demo: install
 	$(PY) -m benchmarks.demo
 
 bench: install
-	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.run $(BENCH_ARGS)
 
 bench-probe: install
 	$(PY) -m benchmarks.probe_bandwidth
