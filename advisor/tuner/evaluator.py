@@ -3,8 +3,9 @@
 The contract every evaluator keeps (the tuner relies on it):
 - ``evaluate`` never raises for a config the server rejects or crashes on: it returns a
   ``Measurement`` with ``ok=False`` and the server's own reason in ``failure``.
-- It raises ``pmem_advisor.errors.EnvironmentProblem`` only when nothing can be measured at all
-  (no server binary, no load generator), and ``Interrupted``/``KeyboardInterrupt`` after cleaning up.
+- It raises ``pmem_advisor.errors.EnvironmentProblem`` only when nothing can be measured at
+  all (no server binary, no load generator), and ``Interrupted``/``KeyboardInterrupt`` after
+  cleaning up.
 - Every trial starts from the same data (a restored golden copy), so results are comparable.
 - ``close`` stops everything it started and removes its temporary files; it is idempotent.
 """

@@ -1,0 +1,41 @@
+"""`pmem-advisor report DIR`: rebuild a tuning run's outputs from its study."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from pmem_advisor.cli.output import console, print_json
+from pmem_advisor.errors import UsageError
+
+
+def report(
+    directory: str = typer.Argument(..., help="A tune output directory (holds study.db)."),
+    storage: str = typer.Option(None, "--storage", help="SQLAlchemy URL instead of study.db."),
+    study: str = typer.Option(None, "--study", help="Study name (when the storage has several)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Rebuild summary.json, the best config, report.md and report.html from the study."""
+    import optuna
+    from pmem_advisor.report.build import write_reports
+    from pmem_advisor.tuner.storage import STUDY_FILE, default_url, open_storage
+    from pmem_advisor.tuner.study import load_existing
+
+    out = Path(directory)
+    if storage is None and not (out / STUDY_FILE).is_file():
+        raise UsageError(f"{out} holds no {STUDY_FILE}; pass the tune --out directory "
+                         "or --storage URL")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    st = load_existing(open_storage(storage or default_url(out)), study)
+    summary = write_reports(st, out)
+    if json_out:
+        print_json(summary)
+        return
+    from pmem_advisor.cli.tune import print_outcome
+
+    console.print(f"rebuilt the report of study {st.study_name!r} in {out}")
+    print_outcome(summary)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)

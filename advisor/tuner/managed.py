@@ -1,0 +1,169 @@
+"""The real evaluator: a managed server per golden copy, a named workload, one config per trial.
+
+One server instance lives at a time. Trials that share their init settings share one golden
+copy (initialise + load once, then restore before every trial), so a change of a reinit knob
+costs one initialisation the first time and a copy afterwards.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from pmem_advisor.errors import AdvisorError, CapabilityMissing, UsageError
+from pmem_advisor.report.config_file import Line, render_config
+from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
+
+GOLDEN = "golden"
+LOG_LINES = 12
+
+
+def _reason(e: Exception, log_tail: str = "") -> str:
+    """The server's own reason: the error, plus its log's FATAL/ERROR lines when it has any."""
+    text = str(e)
+    tail = getattr(e, "log_tail", "") or log_tail
+    fatal = [ln.strip() for ln in tail.splitlines()
+             if any(w in ln for w in ("FATAL", "PANIC", "ERROR", "[ERROR]"))]
+    if fatal and fatal[-1] not in text:
+        text += f" | {fatal[-1]}"
+    return " ".join(text.split())[:500]
+
+
+class ManagedEvaluator(Evaluator):
+    def __init__(
+        self,
+        binary: Any,  # pmem_advisor.instances.ServerBinary
+        workload: Any,  # pmem_advisor.workloads.Workload
+        *,
+        scale: int,
+        clients: int,
+        duration: float,
+        warmup: float = 0.0,
+        data_dir: str | Path | None = None,
+        wal_dir: str | Path | None = None,
+        workdir: str | Path | None = None,
+        catalog: Any = None,
+    ) -> None:
+        self.binary, self.workload = binary, workload
+        self.engine, self.flavour, self.version = binary.engine, binary.flavour, binary.version
+        self.scale, self.clients = scale, clients
+        self.duration, self.warmup = duration, warmup
+        self.data_dir, self.wal_dir, self.workdir = data_dir, wal_dir, workdir
+        self.catalog = catalog
+        root = Path(workdir) if workdir else Path(tempfile.gettempdir())
+        self.golden_dir = root / f"pmem-advisor-golden-{uuid.uuid4().hex[:8]}"
+        self._inst: Any = None
+        self._inst_key: tuple | None = None
+        self._loaded: set[tuple] = set()
+        self.initialisations = 0  # how many golden copies were built (cost accounting)
+
+    # -- one server per golden copy ------------------------------------------------------------
+    def _drop_instance(self) -> None:
+        if self._inst is not None:
+            inst, self._inst, self._inst_key = self._inst, None, None
+            inst.destroy()
+
+    def _prepare(self, config: TrialConfig) -> Any:
+        """A stopped instance holding fresh golden data for ``config``'s init settings."""
+        from pmem_advisor.instances import create_instance
+
+        key = config.init_key()
+        if self._inst is not None and self._inst_key != key:
+            self._drop_instance()
+        if self._inst is None:
+            self.golden_dir.mkdir(parents=True, exist_ok=True)
+            self._inst = create_instance(
+                self.binary, self.workdir, data_dir=self.data_dir, wal_dir=self.wal_dir,
+                init_settings=dict(config.init_params), golden_dir=self.golden_dir,
+            )
+            self._inst_key = key
+        inst = self._inst
+        if inst.has_snapshot(GOLDEN):
+            inst.restore(GOLDEN)
+            return inst
+        inst.initialize()
+        self.initialisations += 1
+        inst.start("")
+        self.workload.load(inst.conninfo, self.scale)
+        inst.snapshot(GOLDEN)  # stops the server cleanly
+        inst.restore(GOLDEN)
+        return inst
+
+    def config_text(self, config: TrialConfig) -> str:
+        lines = [Line(n, v) for n, v in config.params.items()]
+        return render_config(self.engine, lines, catalog=self.catalog,
+                             header=["pmem-advisor tune: trial config"])
+
+    # -- the contract ----------------------------------------------------------------------------
+    def evaluate(self, config: TrialConfig) -> Measurement:
+        try:
+            return self._evaluate(config)
+        except BaseException:
+            self._drop_instance()  # Ctrl-C or nothing measurable: leave no server behind
+            raise
+
+    def _evaluate(self, config: TrialConfig) -> Measurement:
+        try:
+            inst = self._prepare(config)
+        except (CapabilityMissing, UsageError):
+            raise
+        except AdvisorError as e:
+            if not config.init_params:  # the defaults cannot even initialise: nothing to measure
+                raise
+            self._drop_instance()
+            return Measurement(ok=False, failure=f"initialisation failed: {_reason(e)}")
+        try:
+            text = self.config_text(config)
+        except UsageError as e:  # a value the catalog cannot render: the config is invalid
+            return Measurement(ok=False, failure=str(e))
+        try:
+            inst.start(text)
+        except AdvisorError as e:
+            return Measurement(ok=False, failure=f"server refused the config: {_reason(e)}")
+        try:
+            result = self.workload.run(inst.conninfo, clients=self.clients,
+                                       duration=self.duration, warmup=self.warmup)
+        except CapabilityMissing:
+            raise
+        except AdvisorError as e:
+            alive = inst.is_running()
+            tail = "" if alive else inst.log_tail(LOG_LINES)
+            what = "workload failed" if alive else "server crashed"
+            self._stop(inst)
+            return Measurement(ok=False, failure=f"{what}: {_reason(e, tail)}")
+        if not inst.is_running():
+            tail = inst.log_tail(LOG_LINES)
+            self._drop_instance()
+            return Measurement(ok=False, failure=f"server crashed: {_reason(Exception(''), tail)}")
+        self._stop(inst)
+        return Measurement(
+            ok=True, throughput_tps=result.throughput_tps, latency_ms=dict(result.latency_ms),
+            errors=int(result.errors or 0), duration_s=float(result.duration_s or 0.0),
+            raw={"workload": result.workload, "clients": result.clients},
+        )
+
+    def _stop(self, inst: Any) -> None:
+        try:
+            inst.stop()
+        except AdvisorError:
+            self._drop_instance()  # an unclean stop: next trial starts from a new instance
+
+    def close(self) -> None:
+        try:
+            self._drop_instance()
+        finally:
+            shutil.rmtree(self.golden_dir, ignore_errors=True)
+
+
+def check_data_dir(path: str | Path | None, what: str = "data dir") -> None:
+    """A user-given data/WAL directory must be new or empty (we never touch user data)."""
+    if path is None:
+        return
+    p = Path(path)
+    if p.exists() and (not p.is_dir() or any(p.iterdir())):
+        raise UsageError(f"--{what.replace(' ', '-')} {p} is not empty; give a new or empty "
+                         "directory")
+

@@ -1,0 +1,277 @@
+"""The search space: which knobs the tuner moves, in which ranges, and the two baselines.
+
+Built once from the knob catalog and the rules' recommendation, then stored in the study
+(``to_dict``/``from_dict``) so that a resumed run or a second worker searches the same space
+even if the rules or the machine differ.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
+from pmem_advisor.errors import UnknownKnobError, UsageError
+
+NUMERIC_TYPES = {"int", "size", "duration", "real"}
+TUNABLE_TYPES = NUMERIC_TYPES | {"bool", "enum"}
+# Scopes in the order of their cost: a reinit knob needs a fresh data directory.
+COST_ORDER = {"session": 0, "reload": 1, "restart": 2, "reinit": 3}
+DEFAULT_KNOBS_FILE = Path(__file__).with_name("default_knobs.yaml")
+# Log scale when a numeric range spans more than an order of magnitude (sizes, I/O capacities).
+LOG_RATIO = 16
+
+
+@dataclass
+class KnobSpec:
+    """What the tuner needs to know of one catalog knob (a duck-typed copy of ``Knob``)."""
+
+    name: str
+    type: str
+    scope: str
+    default: Any = None
+    min: float | None = None
+    max: float | None = None
+    values: list[Any] | None = None
+    safety: str = "safe"
+
+    @classmethod
+    def from_knob(cls, knob: Any) -> KnobSpec:
+        values = getattr(knob, "values", None)
+        return cls(
+            name=knob.name,
+            type=str(knob.type),
+            scope=str(knob.scope),
+            default=getattr(knob, "default", None),
+            min=getattr(knob, "min", None),
+            max=getattr(knob, "max", None),
+            values=list(values) if values else None,
+            safety=str(getattr(knob, "safety", "safe") or "safe"),
+        )
+
+
+@dataclass
+class SpaceKnob:
+    """One dimension: a knob, its distribution, and where its range came from."""
+
+    name: str
+    type: str
+    scope: str
+    default: Any
+    low: float | None = None
+    high: float | None = None
+    choices: list[Any] | None = None
+    log: bool = False
+    step: float | None = None
+    source: str = "catalog"  # catalog | rules
+
+    def distribution(self) -> BaseDistribution:
+        if self.choices is not None:
+            return CategoricalDistribution(list(self.choices))
+        if self.type == "real":
+            return FloatDistribution(float(self.low), float(self.high), log=self.log,
+                                     step=self.step)
+        return IntDistribution(int(self.low), int(self.high), log=self.log)
+
+    def coerce(self, value: Any) -> Any:
+        """A value of this knob's type, clamped into its range (for enqueued baselines)."""
+        if self.choices is not None:
+            return value if value in self.choices else self.choices[0]
+        number = float(value)
+        number = min(max(number, float(self.low)), float(self.high))
+        if self.step:
+            number = self.low + round((number - self.low) / self.step) * self.step
+            return round(number, 10)
+        return number if self.type == "real" else int(round(number))
+
+
+@dataclass
+class SearchSpace:
+    """Knobs grouped by cost, base settings every tuned trial keeps, and the two baselines."""
+
+    engine: str
+    flavour: str
+    version: str
+    knobs: list[SpaceKnob]
+    base: dict[str, Any] = field(default_factory=dict)  # rule settings outside the space
+    base_init: dict[str, Any] = field(default_factory=dict)  # ... of reinit knobs
+    default_params: dict[str, Any] = field(default_factory=dict)
+    rules_params: dict[str, Any] | None = None  # None with --no-rules
+    reasons: dict[str, str] = field(default_factory=dict)  # knob -> the rule's reason
+
+    @property
+    def reinit_knobs(self) -> list[SpaceKnob]:
+        return [k for k in self.knobs if k.scope == "reinit"]
+
+    def distributions(self) -> dict[str, BaseDistribution]:
+        return {k.name: k.distribution() for k in self.knobs}
+
+    def split(self, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(runtime params, init params) of a trial's parameters."""
+        reinit = {k.name for k in self.reinit_knobs}
+        runtime = {n: v for n, v in params.items() if n not in reinit}
+        return runtime, {n: v for n, v in params.items() if n in reinit}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchSpace:
+        data = dict(data)
+        data["knobs"] = [SpaceKnob(**k) for k in data["knobs"]]
+        return cls(**data)
+
+
+def default_knob_names(engine: str) -> list[str]:
+    """The performance knobs searched when the rules name none (data file, per engine)."""
+    with open(DEFAULT_KNOBS_FILE, encoding="utf-8") as f:
+        return list(yaml.safe_load(f)[engine])
+
+
+def _numeric_range(spec: KnobSpec, bound: Any, anchors: list[Any]) -> tuple[float, float, str]:
+    lo, hi, source = spec.min, spec.max, "catalog"
+    if isinstance(bound, tuple) and len(bound) == 2:  # a rule bound; None = catalog limit
+        lo = bound[0] if bound[0] is not None else lo
+        hi = bound[1] if bound[1] is not None else hi
+        source = "rules"
+    if lo is None or hi is None:
+        raise UsageError(f"knob {spec.name} has no range to search (give the rules a bound)")
+    # The default and the rules' value must be inside so that both baselines are valid points.
+    for a in anchors:
+        if isinstance(a, (int, float)) and not isinstance(a, bool):
+            lo, hi = min(lo, a), max(hi, a)
+    if spec.min is not None:
+        lo = max(lo, spec.min)
+    if spec.max is not None:
+        hi = min(hi, spec.max)
+    return float(lo), float(hi), source
+
+
+def _space_knob(spec: KnobSpec, bound: Any, prior: Any) -> SpaceKnob | None:
+    anchors = [a for a in (spec.default, prior) if a is not None]
+    if spec.scope == "reinit":
+        # A small outer set: default, the rules' value, and the values the rules allow.
+        choices: list[Any] = []
+        extra = list(bound) if isinstance(bound, list) else []
+        for v in [*anchors, *extra]:
+            if v not in choices:
+                choices.append(v)
+        if len(choices) < 2 and spec.type == "bool":
+            choices = [False, True]
+        if len(choices) < 2:
+            return None  # nothing to choose between: leave it at the default
+        return SpaceKnob(spec.name, spec.type, spec.scope, spec.default, choices=choices[:3],
+                         source="rules" if extra or prior is not None else "catalog")
+    if spec.type == "bool":
+        return SpaceKnob(spec.name, spec.type, spec.scope, spec.default, choices=[False, True])
+    if spec.type == "enum":
+        allowed = list(bound) if isinstance(bound, list) else list(spec.values or [])
+        for a in anchors:
+            if a not in allowed:
+                allowed.append(a)
+        if len(allowed) < 2:
+            return None
+        return SpaceKnob(spec.name, spec.type, spec.scope, spec.default, choices=allowed,
+                         source="rules" if isinstance(bound, list) else "catalog")
+    if spec.type not in NUMERIC_TYPES:
+        return None
+    lo, hi, source = _numeric_range(spec, bound, anchors)
+    if spec.type != "real":
+        lo, hi = math.ceil(lo), math.floor(hi)
+    if hi <= lo:
+        return None
+    log = lo > 0 and hi / lo >= LOG_RATIO
+    step = None
+    if spec.type == "real" and not log:  # 3 significant digits: configs people can read
+        step = 10.0 ** (math.floor(math.log10(hi - lo)) - 2)
+        lo = math.floor(round(lo / step, 6)) * step
+        hi = lo + math.floor(round((hi - lo) / step, 6)) * step
+    return SpaceKnob(spec.name, spec.type, spec.scope, spec.default, low=lo, high=hi, log=log,
+                     step=step, source=source)
+
+
+def build_space(
+    specs: dict[str, KnobSpec],
+    *,
+    engine: str,
+    flavour: str,
+    version: str,
+    important: list[str],
+    bounds: dict[str, Any] | None = None,
+    priors: dict[str, Any] | None = None,
+    rule_settings: dict[str, Any] | None = None,
+    reasons: dict[str, str] | None = None,
+    extra_knobs: list[str] | None = None,
+    allow_unsafe: bool = False,
+    use_rules: bool = True,
+    max_knobs: int = 10,
+) -> SearchSpace:
+    """The space: the rule-selected important knobs (or the default set) plus ``extra_knobs``.
+
+    ``specs`` holds the catalog for the flavour/version. Durability-risk knobs are left out
+    unless ``allow_unsafe``; a knob the user names explicitly that is unknown raises
+    ``UnknownKnobError``, one that is unsafe without ``allow_unsafe`` raises ``UsageError``.
+    """
+    bounds, priors = dict(bounds or {}), dict(priors or {})
+    rule_settings = dict(rule_settings or {}) if use_rules else {}
+    names: list[str] = []
+    for name in extra_knobs or []:
+        if name not in specs:
+            raise UnknownKnobError(f"unknown knob {name!r} for {flavour} {version}")
+        if specs[name].safety == "durability-risk" and not allow_unsafe:
+            raise UsageError(f"knob {name} risks durability; pass --allow-unsafe to tune it")
+        names.append(name)
+    seeds = important if use_rules and important else default_knob_names(engine)
+    for name in seeds:
+        spec = specs.get(name)
+        if spec is None or name in names:
+            continue
+        if spec.safety == "durability-risk" and not allow_unsafe:
+            continue
+        if spec.type in TUNABLE_TYPES and spec.scope in COST_ORDER:
+            names.append(name)
+    knobs: list[SpaceKnob] = []
+    for name in names:
+        prior = priors.get(name, rule_settings.get(name)) if use_rules else None
+        k = _space_knob(specs[name], bounds.get(name), prior)
+        if k is not None:
+            knobs.append(k)
+        if len(knobs) >= max_knobs:
+            break
+    if not knobs:
+        raise UsageError(f"no tunable knobs for {flavour} {version} (name some with --knob)")
+    # Cheap knobs first, reinit last: the order also used for display and reports.
+    knobs.sort(key=lambda k: COST_ORDER[k.scope])
+    space = SearchSpace(engine, flavour, version, knobs,
+                        reasons=dict(reasons or {}) if use_rules else {})
+    in_space = {k.name for k in knobs}
+    outside = {n: v for n, v in rule_settings.items() if n not in in_space}
+    reinit = {n for n in outside if n in specs and specs[n].scope == "reinit"}
+    space.base = {n: v for n, v in outside.items() if n not in reinit}
+    space.base_init = {n: v for n, v in outside.items() if n in reinit}
+    space.default_params = {
+        k.name: k.coerce(k.default if k.default is not None else _middle(k)) for k in knobs
+    }
+    if use_rules:
+        space.rules_params = {
+            k.name: k.coerce(priors.get(k.name, rule_settings.get(k.name, space.default_params[
+                k.name])))
+            for k in knobs
+        }
+    return space
+
+
+def _middle(k: SpaceKnob) -> Any:
+    if k.choices is not None:
+        return k.choices[0]
+    if k.log:
+        return math.sqrt(k.low * k.high)
+    return (k.low + k.high) / 2

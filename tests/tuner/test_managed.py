@@ -1,0 +1,137 @@
+"""Real tunes on managed servers: embedded PostgreSQL 18 and MariaDB, data on /dev/shm."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from optuna.trial import TrialState
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.server
+SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+
+@pytest.fixture
+def shm_dir():
+    d = tempfile.mkdtemp(prefix="pa-tune-", dir=SHM)
+    os.chmod(d, 0o755)  # the unprivileged server user must reach the data directory
+    yield Path(d) / "data"
+    subprocess.run(["rm", "-rf", d], check=False)
+
+
+def servers_using(path: Path) -> list[int]:
+    """Processes whose command line names ``path`` (a managed server left running)."""
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        if any(str(path) in a for a in (p.info["cmdline"] or [])):
+            found.append(p.info["pid"])
+    return found
+
+
+def _started_with(engine: str, config_text: str) -> bool:
+    from pmem_advisor.instances import create_instance, pick_server
+
+    with create_instance(pick_server(engine)) as inst:
+        inst.initialize()
+        inst.start(config_text)
+        return inst.is_running()
+
+
+def _tiny_tune(run_cli, engine, workload, data, out, *extra):
+    code, _, err = run_cli("tune", engine, "--workload", workload, "--trials", "3",
+                           "--duration", "2", "--warmup", "0.5", "--repeats", "1",
+                           "--clients", "2", "--seed", "1", "--data-dir", str(data),
+                           "--out", str(out), *extra)
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["trials_completed"] + summary["trials_failed"] == 3
+    assert summary["baselines"]["default"]["throughput_tps"] > 0
+    assert summary["baselines"]["rules"]["throughput_tps"] > 0
+    assert summary["best"]["throughput_tps"] > 0
+    assert "/dev/shm is tmpfs" in err  # the emulation note
+    assert not servers_using(data)
+    return summary
+
+
+@pytest.mark.slow
+def test_tiny_tune_postgres(run_cli, shm_dir, tmp_path):
+    s = _tiny_tune(run_cli, "postgres", "pgbench-tpcb", shm_dir, tmp_path)
+    assert s["flavour"] == "postgresql" and s["version"].startswith("18")
+    conf = Path(s["config_file"]).read_text()
+    assert "# best: trial" in conf
+    assert _started_with("postgres", conf)  # the emitted config starts the real server
+    assert (tmp_path / "report.html").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_tiny_tune_mariadb(run_cli, shm_dir, tmp_path):
+    s = _tiny_tune(run_cli, "mysql", "sysbench-oltp-write-only", shm_dir, tmp_path)
+    assert s["flavour"] == "mariadb"
+    conf = Path(s["config_file"]).read_text()
+    assert "[mysqld]" in conf and _started_with("mysql", conf)
+
+
+def _study(out: Path):
+    from pmem_advisor.tuner.storage import open_storage
+    from pmem_advisor.tuner.study import load_existing
+
+    return load_existing(open_storage(f"sqlite:///{out / 'study.db'}"), None)
+
+
+def _wait_running(out: Path, number: int, timeout: float = 240) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if (out / "study.db").exists():
+            try:
+                ts = _study(out).get_trials()
+            except Exception:  # the study is being created
+                ts = []
+            if any(t.number >= number and t.state == TrialState.RUNNING
+                   and "config" in t.user_attrs for t in ts):
+                time.sleep(1.0)  # mid-trial: the server is up or loading
+                return
+        time.sleep(0.3)
+    raise AssertionError(f"trial {number} never ran")
+
+
+@pytest.mark.slow
+def test_kill_mid_trial_then_resume(shm_dir, tmp_path):
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "pmem_advisor.cli.main", "tune", "postgres", "--workload",
+           "pgbench-tpcb", "--trials", "4", "--duration", "3", "--warmup", "0", "--repeats", "0",
+           "--clients", "2", "--data-dir", str(shm_dir), "--out", str(out), "--heartbeat", "1"]
+    # Ctrl-C mid-trial: exit 130, no server left, the study keeps its finished trials.
+    p = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    _wait_running(out, 1)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert "--resume" in err and not servers_using(shm_dir)
+    done = [t.number for t in _study(out).get_trials() if t.state == TrialState.COMPLETE]
+    assert done == [0]
+    # SIGKILL mid-trial of the resumed run: its server outlives it until the next run reaps it.
+    p = subprocess.Popen([*cmd, "--resume"], cwd=REPO, stderr=subprocess.DEVNULL)
+    _wait_running(out, 2)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    time.sleep(3.5)  # past the heartbeat grace period: the killed trial is stale
+    r = subprocess.run([*cmd, "--resume"], cwd=REPO, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert not servers_using(shm_dir)
+    trials = _study(out).get_trials()
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    assert [t.number for t in complete][:1] == done  # nothing completed was lost
+    assert len(complete) >= 4 - sum(1 for t in trials if t.user_attrs.get("failure"))
+    assert {t.user_attrs["role"] for t in complete} >= {"default", "rules"}
+    assert not [t for t in trials if t.state == TrialState.RUNNING]
