@@ -6,7 +6,6 @@ import os
 import sys
 
 import typer
-
 from pmem_advisor import __version__
 from pmem_advisor.errors import (
     EXIT_INTERNAL,
@@ -45,6 +44,33 @@ def _root(
 from pmem_advisor.cli import doctor as _doctor  # noqa: E402
 
 _doctor.register(app)
+from pmem_advisor.cli import probe as _probe  # noqa: E402
+
+_probe.register(app)
+from pmem_advisor.cli import instances as _instances  # noqa: E402
+
+_instances.register(app)
+from pmem_advisor.cli import tune as _tune  # noqa: E402
+
+_tune.register(app)
+from pmem_advisor.cli import report as _report  # noqa: E402
+
+_report.register(app)
+from pmem_advisor.cli import knobs as _knobs  # noqa: E402
+
+_knobs.register(app)
+from pmem_advisor.cli import config as _config  # noqa: E402
+
+_config.register(app)
+from pmem_advisor.cli import recommend as _recommend  # noqa: E402
+
+_recommend.register(app)
+from pmem_advisor.cli import check as _check  # noqa: E402
+
+_check.register(app)
+from pmem_advisor.cli import workload as _workload  # noqa: E402
+
+_workload.register(app)
 # -- command registrations end --
 
 
