@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 from pmem_advisor.cli.output import EMULATION_NOTE, console, print_json
+from pmem_advisor.cli.recommend import parse_size
 
 
 def tune(
@@ -15,6 +16,8 @@ def tune(
     warmup: float = typer.Option(5.0, "--warmup", help="Warm-up seconds per trial."),
     clients: int = typer.Option(4, "--clients", help="Client connections."),
     scale: int = typer.Option(None, "--scale", help="Workload scale (default: the workload's)."),
+    memory: str = typer.Option(None, "--memory",
+                               help="RAM the server may use, e.g. 4G (default: all of it)."),
     data_dir: str = typer.Option(None, "--data-dir", help="New or empty data directory."),
     wal_dir: str = typer.Option(None, "--wal-dir", help="New or empty WAL/redo directory."),
     objective: str = typer.Option("throughput", "--objective", help="throughput, p95 or p99."),
@@ -44,6 +47,7 @@ def tune(
         allow_unsafe=allow_unsafe, use_rules=not no_rules, sampler=sampler, seed=seed,
         storage=storage, study=study, resume=resume, out=out, knobs=list(knob),
         repeats=repeats, heartbeat_s=heartbeat,
+        memory_bytes=parse_size(memory) if memory else None,
     )
 
     def progress(space, catalog):

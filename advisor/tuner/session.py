@@ -12,6 +12,7 @@ from typing import Any
 
 import optuna
 from pmem_advisor.errors import EnvironmentProblem, Interrupted, UsageError
+from pmem_advisor.tuner.limits import Limits
 from pmem_advisor.tuner.samplers import SAMPLERS, make_sampler
 from pmem_advisor.tuner.space import KnobSpec, build_space
 from pmem_advisor.tuner.storage import default_url, open_storage, redact
@@ -60,6 +61,7 @@ class TuneRequest:
     repeats: int = 3
     heartbeat_s: int = 10
     workdir: str | None = None
+    memory_bytes: int | None = None  # the server's RAM budget (rules and hardware caps)
 
     def validate(self) -> None:
         if self.engine not in ENGINES:
@@ -104,7 +106,8 @@ def _recommendation(req: TuneRequest, binary: Any, catalog: Any, kind: str) -> t
     profile = probe(SysAccess("/"), paths)
     facts = build_facts(profile, engine=req.engine, flavour=binary.flavour,
                         version=binary.version, workload=kind, data_dir=req.data_dir,
-                        wal_dir=req.wal_dir, clients=req.clients, allow_unsafe=req.allow_unsafe)
+                        wal_dir=req.wal_dir, clients=req.clients, allow_unsafe=req.allow_unsafe,
+                        memory_bytes=req.memory_bytes)
     return recommend(facts, catalog=catalog), profile
 
 
@@ -143,6 +146,7 @@ def run_tune(req: TuneRequest, *, progress: Any = None, console: Any = None) -> 
         rule_settings={s.name: s.value for s in rec.settings},
         reasons={s.name: f"{s.rule}: {s.reason}" for s in rec.settings},
         extra_knobs=req.knobs, allow_unsafe=req.allow_unsafe, use_rules=req.use_rules,
+        limits=Limits.for_host(req.memory_bytes, req.data_dir),
     )
     meta = {"engine": req.engine, "flavour": binary.flavour, "version": binary.version,
             "workload": req.workload, "objective": req.objective,

@@ -20,6 +20,7 @@ from optuna.distributions import (
     IntDistribution,
 )
 from pmem_advisor.errors import UnknownKnobError, UsageError
+from pmem_advisor.tuner.limits import Limits
 
 NUMERIC_TYPES = {"int", "size", "duration", "real"}
 TUNABLE_TYPES = NUMERIC_TYPES | {"bool", "enum"}
@@ -42,6 +43,12 @@ class KnobSpec:
     max: float | None = None
     values: list[Any] | None = None
     safety: str = "safe"
+    unit: str | None = None
+    category: str = ""
+    # Enum values that risk durability (nosync, O_DIRECT_NO_FSYNC) or need a server build
+    # option (lz4, zstd, io_uring): left out of the space unless allowed / known built.
+    risky_values: list[Any] = field(default_factory=list)
+    build_values: list[Any] = field(default_factory=list)
 
     @classmethod
     def from_knob(cls, knob: Any) -> KnobSpec:
@@ -55,6 +62,10 @@ class KnobSpec:
             max=getattr(knob, "max", None),
             values=list(values) if values else None,
             safety=str(getattr(knob, "safety", "safe") or "safe"),
+            unit=getattr(knob, "unit", None),
+            category=str(getattr(knob, "category", "") or ""),
+            risky_values=list(getattr(knob, "risky_values", ()) or ()),
+            build_values=list(getattr(knob, "build_values", ()) or ()),
         )
 
 
@@ -136,9 +147,13 @@ def default_knob_names(engine: str) -> list[str]:
         return list(yaml.safe_load(f)[engine])
 
 
-def _numeric_range(spec: KnobSpec, bound: Any, anchors: list[Any]) -> tuple[float, float, str]:
+def _numeric_range(spec: KnobSpec, bound: Any, anchors: list[Any],
+                   limits: Limits | None = None) -> tuple[float, float, str]:
     lo, hi, source = spec.min, spec.max, "catalog"
-    if isinstance(bound, tuple) and len(bound) == 2:  # a rule bound; None = catalog limit
+    cap = limits.cap(spec) if limits is not None else None
+    if cap is not None and hi is not None and cap < hi:  # the hardware's ceiling, not the
+        hi, source = cap, "hardware"                     # server's legal maximum
+    if isinstance(bound, tuple) and len(bound) == 2:  # a rule bound; None = keep the above
         lo = bound[0] if bound[0] is not None else lo
         hi = bound[1] if bound[1] is not None else hi
         source = "rules"
@@ -155,7 +170,8 @@ def _numeric_range(spec: KnobSpec, bound: Any, anchors: list[Any]) -> tuple[floa
     return float(lo), float(hi), source
 
 
-def _space_knob(spec: KnobSpec, bound: Any, prior: Any) -> SpaceKnob | None:
+def _space_knob(spec: KnobSpec, bound: Any, prior: Any, limits: Limits | None = None,
+                allow_unsafe: bool = False) -> SpaceKnob | None:
     anchors = [a for a in (spec.default, prior) if a is not None]
     if spec.scope == "reinit":
         # A small outer set: default, the rules' value, and the values the rules allow.
@@ -174,6 +190,8 @@ def _space_knob(spec: KnobSpec, bound: Any, prior: Any) -> SpaceKnob | None:
         return SpaceKnob(spec.name, spec.type, spec.scope, spec.default, choices=[False, True])
     if spec.type == "enum":
         allowed = list(bound) if isinstance(bound, list) else list(spec.values or [])
+        excluded = list(spec.build_values) + ([] if allow_unsafe else list(spec.risky_values))
+        allowed = [v for v in allowed if v not in excluded]
         for a in anchors:
             if a not in allowed:
                 allowed.append(a)
@@ -183,7 +201,7 @@ def _space_knob(spec: KnobSpec, bound: Any, prior: Any) -> SpaceKnob | None:
                          source="rules" if isinstance(bound, list) else "catalog")
     if spec.type not in NUMERIC_TYPES:
         return None
-    lo, hi, source = _numeric_range(spec, bound, anchors)
+    lo, hi, source = _numeric_range(spec, bound, anchors, limits)
     if spec.type != "real":
         lo, hi = math.ceil(lo), math.floor(hi)
     if hi <= lo:
@@ -213,20 +231,23 @@ def build_space(
     allow_unsafe: bool = False,
     use_rules: bool = True,
     max_knobs: int = 10,
+    limits: Limits | None = None,
 ) -> SearchSpace:
     """The space: the rule-selected important knobs (or the default set) plus ``extra_knobs``.
 
     ``specs`` holds the catalog for the flavour/version. Durability-risk knobs are left out
     unless ``allow_unsafe``; a knob the user names explicitly that is unknown raises
     ``UnknownKnobError``, one that is unsafe without ``allow_unsafe`` raises ``UsageError``.
+    ``limits`` (default: this host's memory) caps ranges at what the hardware can run.
     """
+    limits = limits if limits is not None else Limits.for_host()
     bounds, priors = dict(bounds or {}), dict(priors or {})
     rule_settings = dict(rule_settings or {}) if use_rules else {}
     names: list[str] = []
     for name in extra_knobs or []:
         if name not in specs:
             raise UnknownKnobError(f"unknown knob {name!r} for {flavour} {version}")
-        if specs[name].safety == "durability-risk" and not allow_unsafe:
+        if not allow_unsafe and not _safely_searchable(specs[name]):
             raise UsageError(f"knob {name} risks durability; pass --allow-unsafe to tune it")
         names.append(name)
     seeds = important if use_rules and important else default_knob_names(engine)
@@ -234,14 +255,14 @@ def build_space(
         spec = specs.get(name)
         if spec is None or name in names:
             continue
-        if spec.safety == "durability-risk" and not allow_unsafe:
+        if not allow_unsafe and not _safely_searchable(spec):
             continue
         if spec.type in TUNABLE_TYPES and spec.scope in COST_ORDER:
             names.append(name)
     knobs: list[SpaceKnob] = []
     for name in names:
         prior = priors.get(name, rule_settings.get(name)) if use_rules else None
-        k = _space_knob(specs[name], bounds.get(name), prior)
+        k = _space_knob(specs[name], bounds.get(name), prior, limits, allow_unsafe)
         if k is not None:
             knobs.append(k)
         if len(knobs) >= max_knobs:
@@ -267,6 +288,17 @@ def build_space(
             for k in knobs
         }
     return space
+
+
+def _safely_searchable(spec: KnobSpec) -> bool:
+    """Safe, or an enum whose risk lies in some values only (``innodb_flush_method``'s
+    nosync): then the space keeps its safe values (at least two) and drops the others."""
+    if spec.safety != "durability-risk":
+        return True
+    if spec.type != "enum" or not spec.risky_values:
+        return False
+    risky = {str(v).lower() for v in spec.risky_values}
+    return len([v for v in spec.values or [] if str(v).lower() not in risky]) >= 2
 
 
 def _middle(k: SpaceKnob) -> Any:

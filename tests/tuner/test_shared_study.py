@@ -111,4 +111,8 @@ def test_dead_workers_trial_is_failed_and_retried(tmp_path):
     retried = [t for t in trials if t.system_attrs.get("failed_trial") == stale.number]
     assert retried and retried[0].state == TrialState.COMPLETE
     assert retried[0].params == stale.params and retried[0].user_attrs["role"] == "default"
-    assert sum(t.state == TrialState.COMPLETE for t in trials) == 5
+    # The synthetic server refuses some sampled configs: those count against the budget too.
+    from pmem_advisor.tuner.tuner import counted
+
+    assert sum(counted(t) for t in trials) == 5
+    assert sum(t.state == TrialState.COMPLETE for t in trials) >= 2  # both baselines ran

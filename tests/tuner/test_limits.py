@@ -1,0 +1,51 @@
+"""Hardware caps on the search space: what any tuner must do before searching."""
+
+from __future__ import annotations
+
+from pmem_advisor.knobs.catalog import load_catalog
+from pmem_advisor.tuner.limits import Limits
+from pmem_advisor.tuner.space import KnobSpec, build_space
+
+GB, MB = 1 << 30, 1 << 20
+
+
+def specs(engine, flavour, version):
+    return {k.name: KnobSpec.from_knob(k) for k in load_catalog(engine, flavour, version)}
+
+
+PG = specs("postgres", "postgresql", "18")
+MARIA = specs("mysql", "mariadb", "10.11")
+
+
+def test_memory_knobs_capped_by_the_budget_in_their_own_units():
+    limits = Limits(memory_bytes=4 * GB)
+    assert limits.cap(PG["shared_buffers"]) == 3 * GB / 8192  # 3/4 of 4 GB in 8kB pages
+    assert limits.cap(PG["work_mem"]) == 4 * GB / 64 / 1024  # per-operation: 1/64, in kB
+    assert limits.cap(MARIA["innodb_buffer_pool_size"]) == 3 * GB
+
+
+def test_log_sizes_capped_by_free_disk_and_plain_counts_by_their_default():
+    assert Limits(8 * GB, disk_free_bytes=8 * GB).cap(PG["max_wal_size"]) == 2 * GB / MB
+    assert Limits(8 * GB).cap(PG["max_wal_size"]) == 16 * GB / MB
+    assert Limits(8 * GB).cap(PG["bgwriter_lru_maxpages"]) == 100 * 100
+
+
+def test_no_rules_space_stays_within_the_hardware():
+    space = build_space(PG, engine="postgres", flavour="postgresql", version="18",
+                        important=[], use_rules=False, limits=Limits(2 * GB, 4 * GB))
+    knobs = {k.name: k for k in space.knobs}
+    assert knobs["shared_buffers"].high <= 1.5 * GB / 8192
+    assert knobs["shared_buffers"].source == "hardware"
+    assert knobs["max_wal_size"].high <= 1 * GB / MB
+    assert knobs["bgwriter_lru_maxpages"].high <= 10000
+    # lz4/zstd need a server build option: never offered blindly.
+    assert not {"lz4", "zstd"} & set(knobs["wal_compression"].choices)
+
+
+def test_risky_enum_values_only_with_allow_unsafe():
+    args = dict(engine="mysql", flavour="mariadb", version="10.11", important=[],
+                use_rules=False, limits=Limits(2 * GB), extra_knobs=["innodb_flush_method"])
+    safe = {k.name: k for k in build_space(MARIA, **args).knobs}["innodb_flush_method"]
+    assert not {"nosync", "littlesync"} & set(safe.choices)
+    unsafe = {k.name: k for k in build_space(MARIA, **args, allow_unsafe=True).knobs}
+    assert "nosync" in unsafe["innodb_flush_method"].choices
