@@ -29,6 +29,7 @@ LOG_MAX_BYTES = 16 << 30
 # A plain count with an enormous legal range (maxpages, capacities): search at most
 # two orders of magnitude above its default; a rule bound may open it further.
 COUNT_SPAN = 100
+REAL_SPAN = 10
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,13 @@ class Limits:
                     room = min(room, self.disk_free_bytes * LOG_DISK_SHARE)
                 return room / per_unit
             return None
-        if spec.type == "int" and isinstance(spec.default, int) and spec.default > 0:
-            return float(spec.default * COUNT_SPAN)
+        default = spec.default
+        if isinstance(default, bool) or not isinstance(default, (int, float)) or default <= 0:
+            return None
+        if spec.type in ("int", "duration"):
+            return float(default * COUNT_SPAN)
+        if spec.type == "real":  # costs and multipliers: one order of magnitude is plenty
+            return float(default * REAL_SPAN)
         return None
 
 

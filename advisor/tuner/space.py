@@ -49,6 +49,7 @@ class KnobSpec:
     # option (lz4, zstd, io_uring): left out of the space unless allowed / known built.
     risky_values: list[Any] = field(default_factory=list)
     build_values: list[Any] = field(default_factory=list)
+    auto_values: list[Any] = field(default_factory=list)  # -1 = "derive it": not a point
 
     @classmethod
     def from_knob(cls, knob: Any) -> KnobSpec:
@@ -66,6 +67,7 @@ class KnobSpec:
             category=str(getattr(knob, "category", "") or ""),
             risky_values=list(getattr(knob, "risky_values", ()) or ()),
             build_values=list(getattr(knob, "build_values", ()) or ()),
+            auto_values=list(getattr(knob, "auto_values", ()) or ()),
         )
 
 
@@ -82,7 +84,7 @@ class SpaceKnob:
     choices: list[Any] | None = None
     log: bool = False
     step: float | None = None
-    source: str = "catalog"  # catalog | rules
+    source: str = "catalog"  # catalog | hardware | rules
 
     def distribution(self) -> BaseDistribution:
         if self.choices is not None:
@@ -127,6 +129,9 @@ class SearchSpace:
 
     def split(self, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """(runtime params, init params) of a trial's parameters."""
+        stepped = {k.name: k for k in self.knobs if k.step}
+        # Optuna's stepped floats carry binary noise (1.3900000000000001): snap to the step.
+        params = {n: stepped[n].coerce(v) if n in stepped else v for n, v in params.items()}
         reinit = {k.name for k in self.reinit_knobs}
         runtime = {n: v for n, v in params.items() if n not in reinit}
         return runtime, {n: v for n, v in params.items() if n in reinit}
@@ -165,6 +170,8 @@ def _numeric_range(spec: KnobSpec, bound: Any, anchors: list[Any],
             lo, hi = min(lo, a), max(hi, a)
     if spec.min is not None:
         lo = max(lo, spec.min)
+        if lo in spec.auto_values:  # wal_buffers' -1 means "derive it", not a size
+            lo += 1
     if spec.max is not None:
         hi = min(hi, spec.max)
     return float(lo), float(hi), source
@@ -172,7 +179,7 @@ def _numeric_range(spec: KnobSpec, bound: Any, anchors: list[Any],
 
 def _space_knob(spec: KnobSpec, bound: Any, prior: Any, limits: Limits | None = None,
                 allow_unsafe: bool = False) -> SpaceKnob | None:
-    anchors = [a for a in (spec.default, prior) if a is not None]
+    anchors = [a for a in (spec.default, prior) if a is not None and a not in spec.auto_values]
     if spec.scope == "reinit":
         # A small outer set: default, the rules' value, and the values the rules allow.
         choices: list[Any] = []
@@ -231,6 +238,7 @@ def build_space(
     allow_unsafe: bool = False,
     use_rules: bool = True,
     max_knobs: int = 10,
+    fill_to: int = 6,
     limits: Limits | None = None,
 ) -> SearchSpace:
     """The space: the rule-selected important knobs (or the default set) plus ``extra_knobs``.
@@ -250,23 +258,26 @@ def build_space(
         if not allow_unsafe and not _safely_searchable(specs[name]):
             raise UsageError(f"knob {name} risks durability; pass --allow-unsafe to tune it")
         names.append(name)
-    seeds = important if use_rules and important else default_knob_names(engine)
-    for name in seeds:
-        spec = specs.get(name)
-        if spec is None or name in names:
-            continue
-        if not allow_unsafe and not _safely_searchable(spec):
-            continue
-        if spec.type in TUNABLE_TYPES and spec.scope in COST_ORDER:
-            names.append(name)
+    # The rules' important knobs first; when they name few, the usual performance knobs fill
+    # the space up to ``fill_to`` (with hardware caps, the rules' values as their start).
+    ruled = list(important) if use_rules and important else []
+    fill = [n for n in default_knob_names(engine) if n not in ruled]
     knobs: list[SpaceKnob] = []
-    for name in names:
+    for name in [*names, *ruled, *fill]:
+        if len(knobs) >= max_knobs or (name in fill and ruled and len(knobs) >= fill_to):
+            break
+        spec = specs.get(name)
+        if spec is None or any(k.name == name for k in knobs):
+            continue
+        explicit = name in names
+        if not explicit and not allow_unsafe and not _safely_searchable(spec):
+            continue
+        if not explicit and not (spec.type in TUNABLE_TYPES and spec.scope in COST_ORDER):
+            continue
         prior = priors.get(name, rule_settings.get(name)) if use_rules else None
-        k = _space_knob(specs[name], bounds.get(name), prior, limits, allow_unsafe)
+        k = _space_knob(spec, bounds.get(name), prior, limits, allow_unsafe)
         if k is not None:
             knobs.append(k)
-        if len(knobs) >= max_knobs:
-            break
     if not knobs:
         raise UsageError(f"no tunable knobs for {flavour} {version} (name some with --knob)")
     # Cheap knobs first, reinit last: the order also used for display and reports.

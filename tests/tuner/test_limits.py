@@ -49,3 +49,15 @@ def test_risky_enum_values_only_with_allow_unsafe():
     assert not {"nosync", "littlesync"} & set(safe.choices)
     unsafe = {k.name: k for k in build_space(MARIA, **args, allow_unsafe=True).knobs}
     assert "nosync" in unsafe["innodb_flush_method"].choices
+
+
+def test_reals_durations_and_auto_values_get_sane_ranges():
+    space = build_space(PG, engine="postgres", flavour="postgresql", version="18",
+                        important=["random_page_cost", "checkpoint_timeout", "wal_buffers"],
+                        limits=Limits(4 * GB))
+    knobs = {k.name: k for k in space.knobs}
+    assert knobs["random_page_cost"].high == 40.0  # default 4 x 10, not 1.8e308
+    assert knobs["checkpoint_timeout"].high == 300 * 100
+    assert knobs["wal_buffers"].low >= 0  # -1 ("1/32 of shared_buffers") is no size
+    # The rules named three knobs: the usual performance knobs fill the space up to six.
+    assert len(space.knobs) == 6 and "shared_buffers" in knobs
