@@ -11,6 +11,15 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def sandbox() -> Path:
+    """Every managed instance of the run lives under one base; nothing may remain after."""
+    from tests.sandbox import server_sandbox
+
+    with server_sandbox() as base:
+        yield base
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO

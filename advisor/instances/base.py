@@ -490,6 +490,11 @@ class Instance(ABC):
         }
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
+    def log_files(self) -> list[Path]:
+        """Preallocated log files to materialize before a golden copy is kept (see
+        ``instances.precondition``); PostgreSQL zero-fills its WAL segments itself."""
+        return []
+
     def snapshot(self, name: str = "golden") -> None:
         """Stop cleanly and keep a copy of the data (+ WAL/redo) directory as ``name``."""
         self._check_alive_object()

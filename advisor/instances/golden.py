@@ -57,6 +57,10 @@ def take(inst: Instance, name: str = "golden") -> Path:
             f"cannot snapshot instance {inst.id}: the server did not shut down cleanly",
             log_tail=inst.log_tail(),
         )
+    from pmem_advisor.instances.precondition import materialize
+
+    for log in inst.log_files():  # steady-state log blocks, not fresh unwritten extents
+        materialize(log)
     target = location(inst, name)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+from pathlib import Path
 from typing import Any
 
 import pymysql
@@ -164,6 +165,13 @@ class MySQLInstance(Instance):
                 cur.execute("GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION")
         finally:
             conn.close()
+
+    def log_files(self) -> list[Path]:
+        """The redo log files (ib_logfile*, MySQL 8.0.30+'s #innodb_redo/#ib_redo*)."""
+        home = self.wal_dir or self.data_dir
+        found = sorted(Path(home).glob("ib_logfile*"))
+        found += sorted(Path(home, "#innodb_redo").glob("#ib_redo*"))
+        return [p for p in found if p.is_file()]
 
     def _after_crash(self) -> None:
         (self.socket_dir / "mysqld.pid").unlink(missing_ok=True)

@@ -30,6 +30,8 @@ LOG_MAX_BYTES = 16 << 30
 # two orders of magnitude above its default; a rule bound may open it further.
 COUNT_SPAN = 100
 REAL_SPAN = 10
+# Memory knobs are searched down to 1/16 of their default, not to the server's minimum.
+LOW_SPAN = 16
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,15 @@ class Limits:
                 probe = os.path.dirname(probe.rstrip("/")) or "/"
             free = shutil.disk_usage(probe).free
         return cls(mem, free)
+
+    def floor(self, spec: Any) -> float | None:
+        """The smallest value worth searching: a memory knob far below its default only
+        starves the server (MariaDB refuses a buffer pool under 6 MiB with 16 KB pages)."""
+        default = spec.default
+        if spec.type == "size" and (getattr(spec, "category", "") or "") == "memory" and \
+                isinstance(default, (int, float)) and not isinstance(default, bool) and default > 0:
+            return float(default) / LOW_SPAN
+        return None
 
     def cap(self, spec: Any) -> float | None:
         """The largest value worth searching for ``spec`` (in its base unit), or None."""

@@ -119,8 +119,11 @@ class ManagedEvaluator(Evaluator):
             text = self.config_text(config)
         except UsageError as e:  # a value the catalog cannot render: the config is invalid
             return Measurement(ok=False, failure=str(e))
+        logs_before = _log_sizes(inst)
         try:
             inst.start(text)
+            if _log_sizes(inst) != logs_before:
+                self._settle_logs(inst, text)
         except AdvisorError as e:
             return Measurement(ok=False, failure=f"server refused the config: {_reason(e)}")
         try:
@@ -145,6 +148,17 @@ class ManagedEvaluator(Evaluator):
             raw={"workload": result.workload, "clients": result.clients},
         )
 
+    def _settle_logs(self, inst: Any, text: str) -> None:
+        """The server resized its redo log into a fresh, preallocated file: write its blocks
+        once (stopped) so the trial measures steady state, as production runs after the log
+        has wrapped, not first-write costs (see ``instances.precondition``)."""
+        from pmem_advisor.instances.precondition import materialize
+
+        inst.stop()
+        for log in inst.log_files():
+            materialize(log)
+        inst.start(text)
+
     def _stop(self, inst: Any) -> None:
         try:
             inst.stop()
@@ -156,6 +170,11 @@ class ManagedEvaluator(Evaluator):
             self._drop_instance()
         finally:
             shutil.rmtree(self.golden_dir, ignore_errors=True)
+
+
+def _log_sizes(inst: Any) -> dict[str, int]:
+    files = inst.log_files() if hasattr(inst, "log_files") else []
+    return {str(p): p.stat().st_size for p in files if p.exists()}
 
 
 def check_data_dir(path: str | Path | None, what: str = "data dir") -> None:

@@ -20,7 +20,7 @@ from optuna.distributions import (
     IntDistribution,
 )
 from pmem_advisor.errors import UnknownKnobError, UsageError
-from pmem_advisor.tuner.limits import Limits
+from pmem_advisor.tuner.limits import UNIT_BYTES, Limits
 
 NUMERIC_TYPES = {"int", "size", "duration", "real"}
 TUNABLE_TYPES = NUMERIC_TYPES | {"bool", "enum"}
@@ -85,6 +85,21 @@ class SpaceKnob:
     log: bool = False
     step: float | None = None
     source: str = "catalog"  # catalog | hardware | rules
+    unit_bytes: int | None = None  # size knobs: bytes per unit, for readable values
+
+    def snap(self, value: Any) -> Any:
+        """A sampled value made readable: stepped floats on their step, sizes on 5 significant
+        bits (2320M, not 2397834243), always inside the range."""
+        if self.step:
+            return self.coerce(value)
+        if self.type != "size" or not self.unit_bytes or isinstance(value, bool):
+            return value
+        if not isinstance(value, (int, float)) or value <= 0:
+            return value
+        grain = max(1, 2 ** max(0, math.floor(math.log2(value * self.unit_bytes)) - 4)
+                    // self.unit_bytes)
+        snapped = int(round(value / grain) * grain)
+        return int(min(max(snapped, math.ceil(self.low)), math.floor(self.high)))
 
     def distribution(self) -> BaseDistribution:
         if self.choices is not None:
@@ -129,9 +144,8 @@ class SearchSpace:
 
     def split(self, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """(runtime params, init params) of a trial's parameters."""
-        stepped = {k.name: k for k in self.knobs if k.step}
-        # Optuna's stepped floats carry binary noise (1.3900000000000001): snap to the step.
-        params = {n: stepped[n].coerce(v) if n in stepped else v for n, v in params.items()}
+        knobs = {k.name: k for k in self.knobs}
+        params = {n: knobs[n].snap(v) if n in knobs else v for n, v in params.items()}
         reinit = {k.name for k in self.reinit_knobs}
         runtime = {n: v for n, v in params.items() if n not in reinit}
         return runtime, {n: v for n, v in params.items() if n in reinit}
@@ -158,6 +172,9 @@ def _numeric_range(spec: KnobSpec, bound: Any, anchors: list[Any],
     cap = limits.cap(spec) if limits is not None else None
     if cap is not None and hi is not None and cap < hi:  # the hardware's ceiling, not the
         hi, source = cap, "hardware"                     # server's legal maximum
+    floor = limits.floor(spec) if limits is not None else None
+    if floor is not None and lo is not None and floor > lo:
+        lo = floor
     if isinstance(bound, tuple) and len(bound) == 2:  # a rule bound; None = keep the above
         lo = bound[0] if bound[0] is not None else lo
         hi = bound[1] if bound[1] is not None else hi
@@ -220,7 +237,8 @@ def _space_knob(spec: KnobSpec, bound: Any, prior: Any, limits: Limits | None = 
         lo = math.floor(round(lo / step, 6)) * step
         hi = lo + math.floor(round((hi - lo) / step, 6)) * step
     return SpaceKnob(spec.name, spec.type, spec.scope, spec.default, low=lo, high=hi, log=log,
-                     step=step, source=source)
+                     step=step, source=source,
+                     unit_bytes=UNIT_BYTES.get(spec.unit) if spec.type == "size" else None)
 
 
 def build_space(

@@ -61,3 +61,13 @@ def test_reals_durations_and_auto_values_get_sane_ranges():
     assert knobs["wal_buffers"].low >= 0  # -1 ("1/32 of shared_buffers") is no size
     # The rules named three knobs: the usual performance knobs fill the space up to six.
     assert len(space.knobs) == 6 and "shared_buffers" in knobs
+
+
+def test_sizes_snap_to_readable_values_and_memory_floors():
+    space = build_space(MARIA, engine="mysql", flavour="mariadb", version="10.11",
+                        important=["innodb_buffer_pool_size"], limits=Limits(8 * GB))
+    pool = {k.name: k for k in space.knobs}["innodb_buffer_pool_size"]
+    assert pool.low == 128 * MB / 16  # not the server's 2 MB, which it refuses
+    runtime, _ = space.split({"innodb_buffer_pool_size": 2397834243})
+    assert runtime["innodb_buffer_pool_size"] == 2304 * MB  # 18 x 128 MB: 5 significant bits
+    assert abs(runtime["innodb_buffer_pool_size"] - 2397834243) / 2397834243 < 0.05

@@ -3,13 +3,11 @@ once per module in an isolated work directory; nothing may remain at the end."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
-import psutil
 import pytest
+
+from tests.sandbox import find_server as find_installed_server
 
 DATA = Path(__file__).resolve().parent / "data"
 SERVERS = {
@@ -20,48 +18,13 @@ SERVERS = {
 
 
 def find_server(key: str):
-    from pmem_advisor.instances import discover_servers
-
-    engine, source, version = SERVERS[key]
-    for s in discover_servers(engine):
-        if s.source == source and (version is None or s.version.startswith(version)):
-            return s
-    pytest.skip(f"no {key} server installed")
-
-
-def _processes_under(base: Path) -> list[psutil.Process]:
-    found = []
-    for p in psutil.process_iter(["cmdline", "cwd"]):
-        try:
-            text = " ".join(p.info["cmdline"] or []) + " " + (p.info["cwd"] or "")
-        except (psutil.Error, OSError):
-            continue
-        if str(base) in text:
-            found.append(p)
-    return found
+    return find_installed_server(*SERVERS[key])
 
 
 @pytest.fixture(scope="session")
-def workload_sandbox():
-    """Instance records and work dirs of these tests live apart; at the end none remain."""
-    base = Path(tempfile.mkdtemp(prefix="pmem-advisor-wl-tests-", dir="/var/tmp"))
-    os.chmod(base, 0o755)  # the unprivileged server user must traverse it
-    saved = {k: os.environ.get(k) for k in ("PMEM_ADVISOR_STATE_DIR", "PMEM_ADVISOR_WORKDIR")}
-    os.environ["PMEM_ADVISOR_STATE_DIR"] = str(base / "state")
-    os.environ["PMEM_ADVISOR_WORKDIR"] = str(base / "run")
-    yield base
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    leftovers = _processes_under(base)
-    files = list((base / "run").iterdir()) if (base / "run").exists() else []
-    for p in leftovers:
-        p.kill()
-    shutil.rmtree(base, ignore_errors=True)
-    assert not leftovers, f"server processes left running: {leftovers}"
-    assert not files, f"instance directories left: {files}"
+def workload_sandbox(sandbox):
+    """The run's server sandbox (tests/conftest.py): checked empty at the end."""
+    return sandbox
 
 
 @pytest.fixture(scope="module", params=list(SERVERS))
