@@ -21,17 +21,33 @@ ROOTS = {
 }
 
 
+DATA_SUFFIXES = (".yaml", ".yml", ".json", ".lua", ".sql", ".c", ".h", ".html", ".md")
+
+
 def _packages():
-    """Every folder with an __init__.py below each mapped root, as a dotted name."""
-    package_dir, packages = {}, []
+    """Every folder with an __init__.py below each mapped root, as a dotted name, and the
+    data files (catalogs, Lua scripts, C sources) in the plain folders below each package."""
+    package_dir, packages, package_data = {}, [], {}
     for name, folder in ROOTS.items():
         package_dir[name] = folder
         for dirpath, dirnames, filenames in os.walk(folder):
             dirnames[:] = [d for d in dirnames if not d.startswith((".", "__"))]
-            if "__init__.py" in filenames:
-                rel = os.path.relpath(dirpath, folder)
-                packages.append(name if rel == "." else name + "." + rel.replace(os.sep, "."))
-    return package_dir, packages
+            if "__init__.py" not in filenames:
+                continue
+            rel = os.path.relpath(dirpath, folder)
+            pkg = name if rel == "." else name + "." + rel.replace(os.sep, ".")
+            packages.append(pkg)
+            data = [f for f in filenames if f.endswith(DATA_SUFFIXES)]
+            for sub in dirnames:  # plain data folders (no __init__.py) belong to this package
+                subdir = os.path.join(dirpath, sub)
+                if os.path.exists(os.path.join(subdir, "__init__.py")):
+                    continue
+                for d2, _, files in os.walk(subdir):
+                    data += [os.path.relpath(os.path.join(d2, f), dirpath) for f in files
+                             if f.endswith(DATA_SUFFIXES)]
+            if data:
+                package_data[pkg] = sorted(data)
+    return package_dir, packages, package_data
 
 
 def _native_extensions():
@@ -57,11 +73,10 @@ def _native_extensions():
     ]
 
 
-package_dir, packages = _packages()
+package_dir, packages, package_data = _packages()
 setup(
     package_dir=package_dir,
     packages=packages,
-    package_data={"": ["*.yaml", "*.yml", "*.json", "*.lua", "*.sql", "*.c", "*.html", "*.md"]},
-    include_package_data=True,
+    package_data=package_data,
     ext_modules=_native_extensions(),
 )

@@ -18,6 +18,7 @@ from typing import Any
 
 import jsonschema
 import yaml
+
 from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.knobs import units
 from pmem_advisor.knobs.version import parse_version, series, version_in

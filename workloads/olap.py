@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import yaml
+
 from pmem_advisor.connection import ConnInfo
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.workloads.base import Workload, WorkloadResult, percentiles_from_samples

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 from xml.sax.saxutils import escape, quoteattr
 
 import typer
+
 from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
 from pmem_advisor.cli.recommend import installed_version, load_profile, split_engine
 from pmem_advisor.errors import EXIT_FINDINGS, InputError, UsageError

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 import typer
+from rich.table import Table
+
 from pmem_advisor.cli.knobs import resolve_target
 from pmem_advisor.cli.output import console, out, print_json
 from pmem_advisor.errors import EXIT_FINDINGS, InputError, UsageError
@@ -13,7 +15,6 @@ from pmem_advisor.knobs.configfile import ConfigFile
 from pmem_advisor.knobs.emit import Header, Setting, emit_config
 from pmem_advisor.knobs.parse_mycnf import parse_mycnf
 from pmem_advisor.knobs.parse_pg import parse_postgresql_conf
-from rich.table import Table
 
 config_app = typer.Typer(help="Render, parse and validate server config files.",
                          no_args_is_help=True)

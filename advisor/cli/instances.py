@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 
 import typer
+from rich.table import Table
+
 from pmem_advisor.cli.output import console, out, print_json
 from pmem_advisor.instances import registry
-from rich.table import Table
 
 instances_app = typer.Typer(
     help="Managed database instances: list them, reap those of runs that died.",

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import typer
+from rich.table import Table
+
 from pmem_advisor.cli.output import console, out, print_json
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.knobs.catalog import ENGINES, load_catalog
-from rich.table import Table
 
 
 def resolve_target(engine: str, flavour: str | None, version: str | None

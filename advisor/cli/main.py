@@ -6,6 +6,7 @@ import os
 import sys
 
 import typer
+
 from pmem_advisor import __version__
 from pmem_advisor.errors import (
     EXIT_INTERNAL,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import typer
+
 from pmem_advisor.cli.output import EMULATION_NOTE, console, print_json
 from pmem_advisor.errors import CapabilityMissing, InputError
 from pmem_advisor.probes.profile import probe as run_probe

@@ -7,9 +7,10 @@ import os
 import re
 
 import typer
+from rich.table import Table
+
 from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
 from pmem_advisor.errors import InputError, UsageError
-from rich.table import Table
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+
 from pmem_advisor.cli.output import console, print_json
 from pmem_advisor.errors import UsageError
 
@@ -17,6 +18,7 @@ def report(
 ) -> None:
     """Rebuild summary.json, the best config, report.md and report.html from the study."""
     import optuna
+
     from pmem_advisor.report.build import write_reports
     from pmem_advisor.tuner.storage import STUDY_FILE, default_url, open_storage
     from pmem_advisor.tuner.study import load_existing

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+
 from pmem_advisor.cli.output import EMULATION_NOTE, console, print_json
 from pmem_advisor.cli.recommend import parse_size
 

@@ -6,11 +6,12 @@ import time
 from pathlib import Path
 
 import typer
+from rich.table import Table
+
 from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
 from pmem_advisor.errors import EnvironmentProblem, InputError, ServerError, UsageError
 from pmem_advisor.workloads import WORKLOADS, get_workload
 from pmem_advisor.workloads.registry import workload_class
-from rich.table import Table
 
 workload_app = typer.Typer(
     help="Named benchmark workloads: list them, run one on a managed server.",

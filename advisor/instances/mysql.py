@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pymysql
+
 from pmem_advisor.connection import ConnInfo
 from pmem_advisor.errors import EnvironmentProblem, ServerError, UsageError
 from pmem_advisor.instances.base import DB_NAME, Instance

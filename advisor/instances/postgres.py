@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+
 from pmem_advisor.connection import ConnInfo
 from pmem_advisor.errors import AdvisorError, EnvironmentProblem, ServerError, UsageError
 from pmem_advisor.instances.base import DB_NAME, Instance

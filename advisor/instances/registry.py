@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import psutil
+
 from pmem_advisor.instances.privileges import CACHE_ROOT
 
 STOP_SIGNAL = {"postgres": signal.SIGINT, "mysql": signal.SIGTERM}  # fast, clean shutdown

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+
 from pmem_advisor.report.config_file import (
     CONFIG_NAMES,
     Line,

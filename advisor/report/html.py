@@ -7,6 +7,7 @@ import warnings
 from typing import Any
 
 import optuna
+
 from pmem_advisor.report.markdown import HEADERS, comparison_rows, fmt, gain
 
 STYLE = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}

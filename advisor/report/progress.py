@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
+from rich.console import Console
+from rich.markup import escape
+
 from pmem_advisor.report.config_file import render_value
 from pmem_advisor.tuner.evaluator import TrialConfig
 from pmem_advisor.tuner.space import SearchSpace
 from pmem_advisor.tuner.tuner import Observer
-from rich.console import Console
-from rich.markup import escape
 
 MAX_DIFF = 6
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
+
 from pmem_advisor.tuner.space import SearchSpace
 from pmem_advisor.tuner.stats import gain_ci, spread_pct
 from pmem_advisor.tuner.study import META_ATTR, ROLE_ATTR, SPACE_ATTR

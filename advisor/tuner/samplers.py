@@ -10,6 +10,7 @@ import importlib.util
 import warnings
 
 import optuna
+
 from pmem_advisor.errors import CapabilityMissing, UsageError
 
 SAMPLERS = ("tpe", "gp", "random", "cmaes")

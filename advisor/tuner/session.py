@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+
 from pmem_advisor.errors import EnvironmentProblem, Interrupted, UsageError
 from pmem_advisor.tuner.limits import Limits
 from pmem_advisor.tuner.samplers import SAMPLERS, make_sampler

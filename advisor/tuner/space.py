@@ -19,6 +19,7 @@ from optuna.distributions import (
     FloatDistribution,
     IntDistribution,
 )
+
 from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.tuner.limits import UNIT_BYTES, Limits
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+
 from pmem_advisor.errors import UsageError
 
 STUDY_FILE = "study.db"

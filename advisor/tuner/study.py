@@ -6,6 +6,7 @@ from typing import Any
 
 import optuna
 from optuna.storages import BaseStorage
+
 from pmem_advisor.errors import UsageError
 from pmem_advisor.tuner.space import SearchSpace
 

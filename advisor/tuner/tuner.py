@@ -17,6 +17,7 @@ from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
+
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 from pmem_advisor.tuner.space import SearchSpace
 from pmem_advisor.tuner.study import ROLE_ATTR

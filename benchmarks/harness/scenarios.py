@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.tuner.evaluator import Evaluator, TrialConfig
 
@@ -234,6 +235,7 @@ def run_tuner(evaluator: Evaluator, space: Any, meta: dict[str, Any], budget: in
     ``repeats=0``: its final re-measurement would spend trials outside the budget every
     other arm is held to."""
     import optuna
+
     from pmem_advisor.tuner.samplers import make_sampler
     from pmem_advisor.tuner.study import open_study
     from pmem_advisor.tuner.tuner import TuneOptions, Tuner

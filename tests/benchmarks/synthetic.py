@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 import random
 
-from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
-
 from benchmarks.harness.space import Param, SearchSpace
+from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 
 PEAK_X, PEAK_Y = 70, 30
 

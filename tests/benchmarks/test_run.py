@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from pmem_advisor.errors import EnvironmentProblem
 
 from benchmarks import run
 from benchmarks.harness.advisor_arm import AdvisorArm
 from benchmarks.harness.arms import DefaultArm
 from benchmarks.harness.runner import run_interleaved
 from benchmarks.harness.scenarios import ScenarioContext, harness_space, run_tuner
+from pmem_advisor.errors import EnvironmentProblem
 
 from .synthetic import SyntheticEvaluator, synthetic_space
 

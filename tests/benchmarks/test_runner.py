@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
 
 from benchmarks.harness.arms import (
     CeilingArm,
@@ -13,6 +12,7 @@ from benchmarks.harness.arms import (
     RulesArm,
 )
 from benchmarks.harness.runner import best_config, run_interleaved
+from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
 
 from .synthetic import SyntheticEvaluator, synthetic_space
 

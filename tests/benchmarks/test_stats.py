@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
-from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
 
 from benchmarks.harness.runner import ArmStatus, TrialRecord
 from benchmarks.harness.stats import best_curve, compute, trials_to_reach
+from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
 
 
 def rec(arm, seed, i, tps, x=None, ok=True, wall=2.0):

@@ -10,9 +10,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.instances import create_instance, discover_servers, pick_server, privileges
-
 from tests.instances.conftest import find_server
 
 

@@ -8,9 +8,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
 from pmem_advisor.errors import ServerError
 from pmem_advisor.instances import create_instance
-
 from tests.instances.conftest import find_server
 
 pytestmark = pytest.mark.server

@@ -7,9 +7,9 @@ import os
 import psycopg
 import pymysql
 import pytest
+
 from pmem_advisor.errors import UsageError
 from pmem_advisor.instances import create_instance
-
 from tests.instances.conftest import find_server
 
 pytestmark = pytest.mark.server

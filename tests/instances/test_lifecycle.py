@@ -11,9 +11,9 @@ import time
 
 import psutil
 import pytest
+
 from pmem_advisor.errors import ServerError, UsageError
 from pmem_advisor.instances import create_instance, registry
-
 from tests.instances.conftest import find_server
 
 pytestmark = pytest.mark.server

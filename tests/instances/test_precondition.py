@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 
 import pytest
+
 from pmem_advisor.instances.precondition import materialize
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from pmem_advisor.instances import create_instance, registry
 from pmem_advisor.instances.base import MARKER
-
 from tests.instances.conftest import find_server
 
 pytestmark = pytest.mark.server

@@ -1,4 +1,5 @@
 import pytest
+
 from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.knobs import catalog as cat
 from pmem_advisor.knobs.catalog import KnobNotInVersion, load_catalog

@@ -1,6 +1,7 @@
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.knobs.catalog import load_catalog
 from pmem_advisor.knobs.emit import Header, Setting, emit_mycnf, emit_postgresql_conf

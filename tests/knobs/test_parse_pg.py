@@ -1,6 +1,7 @@
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from pmem_advisor.errors import InputError
 from pmem_advisor.knobs.parse_pg import parse_postgresql_conf, parse_postgresql_text, quote, unquote
 

@@ -4,6 +4,7 @@ server and read back unchanged. Values are batched: one server start per batch."
 import json
 
 import pytest
+
 from pmem_advisor.errors import EnvironmentProblem
 from pmem_advisor.knobs.catalog import load_catalog
 from pmem_advisor.knobs.emit import Header, Setting, emit_config

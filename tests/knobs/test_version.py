@@ -1,4 +1,5 @@
 import pytest
+
 from pmem_advisor.errors import UsageError
 from pmem_advisor.knobs.version import parse_version, series, version_in
 

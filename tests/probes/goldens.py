@@ -7,7 +7,6 @@ from pathlib import Path
 
 from pmem_advisor.probes.profile import probe
 from pmem_advisor.probes.sysaccess import SysAccess
-
 from tests.probes.machine_builder import build, load_description
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

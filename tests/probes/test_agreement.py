@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from pmem_advisor.probes.pmem_ndctl import NDCTL_ARGV, parse_ndctl
 from pmem_advisor.probes.pmem_sysfs import read_sysfs
 from pmem_advisor.probes.profile import probe

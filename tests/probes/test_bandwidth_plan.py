@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from pmem_advisor.probes.bandwidth import facts, plan
 from pmem_advisor.probes.bandwidth.plan import KIB, MIB, Point
 

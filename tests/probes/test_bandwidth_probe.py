@@ -14,6 +14,7 @@ import textwrap
 import time
 
 import pytest
+
 from pmem_advisor.errors import (
     CapabilityMissing,
     EnvironmentProblem,

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.probes.bandwidth import scratch, topology
 from pmem_advisor.probes.bandwidth.plan import MIB

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from pmem_advisor.probes.ipmctl import (
     IpmctlFormatError,
     parse_capabilities,

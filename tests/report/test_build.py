@@ -7,7 +7,6 @@ from pmem_advisor.tuner.samplers import make_sampler
 from pmem_advisor.tuner.storage import open_storage
 from pmem_advisor.tuner.study import load_existing, open_study
 from pmem_advisor.tuner.tuner import TuneOptions, Tuner
-
 from tests.tuner.conftest import META, make_space
 from tests.tuner.synthetic import SyntheticEvaluator
 

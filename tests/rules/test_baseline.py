@@ -5,7 +5,6 @@ from __future__ import annotations
 from pmem_advisor.rules.baseline import mysql, postgres
 from pmem_advisor.rules.facts import build_facts
 from pmem_advisor.rules.model import Bytes
-
 from tests.rules.machines import make_profile
 
 GB, MB = 1 << 30, 1 << 20

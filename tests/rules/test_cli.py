@@ -6,8 +6,8 @@ import json
 import os
 
 import pytest
-from pmem_advisor.errors import EXIT_FINDINGS, EXIT_USAGE
 
+from pmem_advisor.errors import EXIT_FINDINGS, EXIT_USAGE
 from tests.rules.machines import make_profile
 
 PG_DSN = "host=/var/run/postgresql user=postgres dbname=postgres"

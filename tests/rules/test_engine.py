@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
 from pmem_advisor.rules import build_facts, check, recommend
 from pmem_advisor.rules.model import PRIORITY_SAFETY, PRIORITY_SPEED, Rule, Set
-
 from tests.rules.machines import make_profile
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from pmem_advisor.rules import engine
 from pmem_advisor.rules.facts import build_facts
 from pmem_advisor.rules.model import Bound, Note, OsStep, Set, _show
 from pmem_advisor.rules.registry import catalog_rules, get_rule
-
 from tests.rules.machines import make_profile
 
 CATALOG = Path(__file__).resolve().parents[2] / "rules" / "catalog"

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import pytest
+
 from pmem_advisor.tuner.space import build_space
 from pmem_advisor.tuner.storage import open_storage
 from pmem_advisor.tuner.study import open_study
-
 from tests.tuner.synthetic import BOUNDS, IMPORTANT, PRIORS, RULE_SETTINGS, SPECS
 
 META = {"engine": "postgres", "flavour": "postgresql", "version": "18.6",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
 from pmem_advisor.tuner.storage import open_storage
 from pmem_advisor.tuner.study import open_study
-
 from tests.tuner.conftest import META, make_space
 
 BASE = ["tune", "postgres", "--workload", "pgbench-tpcb", "--duration", "1"]

@@ -41,7 +41,6 @@ def test_two_workers_share_one_study(pg_storage_url):
     from pmem_advisor.tuner.storage import open_storage
     from pmem_advisor.tuner.study import load_existing, open_study
     from pmem_advisor.tuner.tuner import counted
-
     from tests.tuner.conftest import META, make_space
 
     trials = 10

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
 from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.tuner.space import SearchSpace
-
 from tests.tuner.conftest import make_space
 
 

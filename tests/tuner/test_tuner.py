@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import pytest
 from optuna.trial import TrialState
+
 from pmem_advisor.errors import UsageError
 from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
 from pmem_advisor.tuner.results import summarize
 from pmem_advisor.tuner.samplers import make_sampler
 from pmem_advisor.tuner.tuner import REMEASURE_ATTR, SLO_CONSTRAINT, Observer, TuneOptions, Tuner
-
 from tests.tuner.conftest import META
 from tests.tuner.synthetic import FAIL_ABOVE, SyntheticEvaluator
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from pmem_advisor.errors import EnvironmentProblem, InputError, UsageError
 from pmem_advisor.workloads import get_workload, list_workloads
 from pmem_advisor.workloads.base import (
@@ -17,7 +18,6 @@ from pmem_advisor.workloads.olap import generation_sql, load_queries
 from pmem_advisor.workloads.pgbench import parse_pgbench_summary, parse_transaction_logs
 from pmem_advisor.workloads.sqlsplit import read_statements, split_statements
 from pmem_advisor.workloads.sysbench import connection_args, parse_sysbench_output
-
 from tests.workloads.conftest import DATA
 
 

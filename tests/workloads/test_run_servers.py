@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+
 from pmem_advisor.errors import EnvironmentProblem
 from pmem_advisor.workloads import get_workload, list_workloads
 
