@@ -356,8 +356,10 @@ local function delivery()
       if o ~= nil then  -- a district without undelivered orders is skipped, as TPC-C allows
          o = tonumber(o)
          q("DELETE FROM new_orders WHERE no_w_id = %d AND no_d_id = %d AND no_o_id = %d", w, d, o)
+         -- A locking read: under InnoDB's REPEATABLE READ a plain read would use the view of
+         -- an earlier district's read and miss an order committed since (c would be nil).
          local c = row("SELECT o_c_id FROM orders WHERE o_w_id = %d AND o_d_id = %d AND "
-                       .. "o_id = %d", w, d, o)
+                       .. "o_id = %d FOR UPDATE", w, d, o) or 0
          q("UPDATE orders SET o_carrier_id = %d WHERE o_w_id = %d AND o_d_id = %d AND o_id = %d",
            carrier, w, d, o)
          q("UPDATE order_line SET ol_delivery_d = CURRENT_TIMESTAMP WHERE ol_w_id = %d AND "
