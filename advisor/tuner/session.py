@@ -98,15 +98,19 @@ def _workload(name: str, engine: str) -> Any:
 
 def _recommendation(req: TuneRequest, binary: Any, catalog: Any, kind: str) -> tuple[Any, dict]:
     """The rules' recommendation for this machine (probed live) and the profile."""
+    from pmem_advisor.instances.base import default_workdir
     from pmem_advisor.probes.profile import probe
     from pmem_advisor.probes.sysaccess import SysAccess
     from pmem_advisor.rules.engine import recommend
     from pmem_advisor.rules.facts import build_facts
 
-    paths = [p for p in (req.data_dir, req.wal_dir) if p]
+    # Without --data-dir the trials' data lives in the managed work dir: the rules must see
+    # that medium (a rotational virtio disk here), not assume an SSD.
+    data_dir = req.data_dir or str(Path(req.workdir) if req.workdir else default_workdir())
+    paths = [p for p in (data_dir, req.wal_dir) if p]
     profile = probe(SysAccess("/"), paths)
     facts = build_facts(profile, engine=req.engine, flavour=binary.flavour,
-                        version=binary.version, workload=kind, data_dir=req.data_dir,
+                        version=binary.version, workload=kind, data_dir=data_dir,
                         wal_dir=req.wal_dir, clients=req.clients, allow_unsafe=req.allow_unsafe,
                         memory_bytes=req.memory_bytes)
     return recommend(facts, catalog=catalog), profile
