@@ -58,7 +58,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
         "",
         f"Tuned vs server defaults: {gain(s.get('gain_vs_default'))}; "
         f"tuned vs rules only: {gain(s.get('gain_vs_rules'))} "
-        "(medians of repeated runs; 95% Welch intervals).",
+        "(ratios of medians of repeated runs; 95% bootstrap intervals).",
         f"Run-to-run spread (coefficient of variation): {fmt(s.get('spread_pct'))}%.",
         "",
     ]
