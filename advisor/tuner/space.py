@@ -143,10 +143,13 @@ class SearchSpace:
     def distributions(self) -> dict[str, BaseDistribution]:
         return {k.name: k.distribution() for k in self.knobs}
 
-    def split(self, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(runtime params, init params) of a trial's parameters."""
+    def split(self, params: dict[str, Any], *, snap: bool = True
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(runtime params, init params) of a trial's parameters; sampled values are snapped
+        to readable ones, enqueued baselines (``snap=False``) are kept exactly."""
         knobs = {k.name: k for k in self.knobs}
-        params = {n: knobs[n].snap(v) if n in knobs else v for n, v in params.items()}
+        if snap:
+            params = {n: knobs[n].snap(v) if n in knobs else v for n, v in params.items()}
         reinit = {k.name for k in self.reinit_knobs}
         runtime = {n: v for n, v in params.items() if n not in reinit}
         return runtime, {n: v for n, v in params.items() if n in reinit}

@@ -101,7 +101,7 @@ def trial_config(space: SearchSpace, params: dict[str, Any], role: str) -> Trial
     """The config a trial runs: nothing for the defaults; rule base settings + params else."""
     if role == "default":
         return TrialConfig()
-    runtime, init = space.split(params)
+    runtime, init = space.split(params, snap=role == "search")
     # Init values equal to the server default share the defaults' golden copy.
     defaults = {k.name: k.default for k in space.reinit_knobs}
     init = {n: v for n, v in {**space.base_init, **init}.items() if v != defaults.get(n)}

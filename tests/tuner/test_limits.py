@@ -71,3 +71,13 @@ def test_sizes_snap_to_readable_values_and_memory_floors():
     runtime, _ = space.split({"innodb_buffer_pool_size": 2397834243})
     assert runtime["innodb_buffer_pool_size"] == 2304 * MB  # 18 x 128 MB: 5 significant bits
     assert abs(runtime["innodb_buffer_pool_size"] - 2397834243) / 2397834243 < 0.05
+
+
+def test_enqueued_baselines_are_not_snapped():
+    from pmem_advisor.tuner.tuner import trial_config
+
+    space = build_space(PG, engine="postgres", flavour="postgresql", version="18",
+                        important=["shared_buffers"], priors={"shared_buffers": 771328},
+                        limits=Limits(24 * GB))
+    assert trial_config(space, space.rules_params, "rules").params["shared_buffers"] == 771328
+    assert trial_config(space, space.rules_params, "search").params["shared_buffers"] == 786432
