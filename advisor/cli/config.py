@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-
 import typer
 from rich.table import Table
 
 from pmem_advisor.cli.knobs import resolve_target
 from pmem_advisor.cli.output import console, out, print_json
 from pmem_advisor.errors import EXIT_FINDINGS, InputError, UsageError
+from pmem_advisor.fileio import write_keeping_backup
 from pmem_advisor.knobs.catalog import load_catalog
 from pmem_advisor.knobs.configfile import ConfigFile
 from pmem_advisor.knobs.emit import Header, Setting, emit_config
@@ -71,11 +70,9 @@ def render(
     for w in emitted.warnings:
         console.print(f"warning: {w}")
     if out_file:
-        tmp = out_file + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(emitted.text)
-        os.replace(tmp, out_file)
-        console.print(f"wrote {out_file} ({len(emitted.settings)} settings)")
+        backup = write_keeping_backup(out_file, emitted.text)
+        console.print(f"wrote {out_file} ({len(emitted.settings)} settings)"
+                      + (f"; the previous file is kept as {backup}" if backup else ""))
     else:
         out.print(emitted.text, end="", markup=False, highlight=False)
 

@@ -8,6 +8,7 @@ import typer
 
 from pmem_advisor.cli.output import EMULATION_NOTE, console, print_json
 from pmem_advisor.errors import CapabilityMissing, InputError
+from pmem_advisor.fileio import write_keeping_backup
 from pmem_advisor.probes.profile import probe as run_probe
 from pmem_advisor.probes.snapshot import open_root, save_snapshot
 from pmem_advisor.probes.summary import render_summary
@@ -62,12 +63,9 @@ def probe(
         count = save_snapshot(access, save, profile)
         console.print(f"saved snapshot {save} ({count} entries)")
     if out_file:
-        try:
-            with open(out_file, "w", encoding="utf-8") as f:
-                json.dump(profile, f, indent=2)
-                f.write("\n")
-        except OSError as e:
-            raise InputError(f"cannot write {out_file}: {e.strerror or e}") from e
+        backup = write_keeping_backup(out_file, json.dumps(profile, indent=2) + "\n")
+        if backup:
+            console.print(f"kept the previous {out_file} as {backup}")
     if json_out:
         print_json(profile)
     else:

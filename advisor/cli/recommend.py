@@ -11,6 +11,7 @@ from rich.table import Table
 
 from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
 from pmem_advisor.errors import InputError, UsageError
+from pmem_advisor.fileio import write_keeping_backup
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 
@@ -125,12 +126,9 @@ def recommend_cmd(
                                workload=workload, memory=memory, cpus=cpus, data_dir=data_dir,
                                wal_dir=wal_dir, clients=clients, allow_unsafe=allow_unsafe)
     if out_file:
-        text = emit(rec)
-        try:
-            with open(out_file, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            raise UsageError(f"--out {out_file}: cannot write: {e.strerror}") from None
+        backup = write_keeping_backup(out_file, emit(rec))
+        if backup:
+            console.print(f"kept the previous {out_file} as {backup}")
     if rec.emulated:
         console.print(EMULATION_NOTE)
     if json_out:

@@ -13,6 +13,7 @@ from typing import Any
 
 import optuna
 
+from pmem_advisor.fileio import write_keeping_backup
 from pmem_advisor.report.config_file import (
     CONFIG_NAMES,
     Line,
@@ -87,7 +88,7 @@ def write_config(out: Path, summary: dict[str, Any], space: SearchSpace) -> Path
     text = render_config(space.engine, config_lines(summary, space, catalog), catalog=catalog,
                          header=header)
     path = out / CONFIG_NAMES[space.engine]
-    path.write_text(text, encoding="utf-8")
+    write_keeping_backup(path, text)  # a config the user edited is kept as .bak
     return path
 
 
