@@ -150,6 +150,7 @@ class SearchSpace:
         knobs = {k.name: k for k in self.knobs}
         if snap:
             params = {n: knobs[n].snap(v) if n in knobs else v for n, v in params.items()}
+            params = ordered(params, self.base)
         reinit = {k.name for k in self.reinit_knobs}
         runtime = {n: v for n, v in params.items() if n not in reinit}
         return runtime, {n: v for n, v in params.items() if n in reinit}
@@ -162,6 +163,26 @@ class SearchSpace:
         data = dict(data)
         data["knobs"] = [SpaceKnob(**k) for k in data["knobs"]]
         return cls(**data)
+
+
+# Knob pairs the server keeps ordered (it lowers the first to the second, or refuses): a
+# sampled pair out of order is raised to order, so the emitted file says what runs.
+ORDERED_PAIRS = (("innodb_io_capacity", "innodb_io_capacity_max"),
+                 ("min_wal_size", "max_wal_size"))
+
+
+def ordered(params: dict[str, Any], base: dict[str, Any] | None = None) -> dict[str, Any]:
+    out = dict(params)
+    merged = {**(base or {}), **out}
+    for low, high in ORDERED_PAIRS:
+        lo, hi = merged.get(low), merged.get(high)
+        if lo is None or hi is None or hi >= lo:
+            continue
+        if high in out:  # the sampled ceiling rises to the floor
+            out[high] = lo
+        elif low in out:  # the ceiling is fixed (rules): the floor comes down to it
+            out[low] = hi
+    return out
 
 
 def default_knob_names(engine: str) -> list[str]:

@@ -81,3 +81,11 @@ def test_enqueued_baselines_are_not_snapped():
                         limits=Limits(24 * GB))
     assert trial_config(space, space.rules_params, "rules").params["shared_buffers"] == 771328
     assert trial_config(space, space.rules_params, "search").params["shared_buffers"] == 786432
+
+
+def test_sampled_pairs_are_put_in_the_order_the_server_keeps():
+    space = build_space(MARIA, engine="mysql", flavour="mariadb", version="10.11",
+                        important=["innodb_io_capacity", "innodb_io_capacity_max"],
+                        limits=Limits(8 * GB))
+    runtime, _ = space.split({"innodb_io_capacity": 3356, "innodb_io_capacity_max": 164})
+    assert runtime["innodb_io_capacity_max"] == 3356  # MariaDB would have cut capacity to 164
