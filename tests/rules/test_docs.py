@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from pmem_advisor.rules.registry import all_rules
 
 
 def test_every_insight_is_covered(repo_root):
-    insights = (repo_root.parent / "shared" / "design" / "insights.md").read_text()
+    source = repo_root.parent / "shared" / "design" / "insights.md"
+    if not source.exists():
+        pytest.skip(f"{source} is not beside this checkout (CI and developers have it)")
+    insights = source.read_text()
     ids = set(re.findall(r"\*\*((?:H|K23-|D21-|A21-|I17-|P-SE-)\d+)\b", insights))
     assert len(ids) > 20
     encoded = {i for r in all_rules() for i in r.insights}
