@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pmem_advisor.errors import InputError
+
 
 @dataclass(frozen=True)
 class ConfigEntry:
@@ -45,3 +47,24 @@ class ConfigFile:
                  "group": e.group, "loose": e.loose} for e in self.effective().values()
             ],
         }
+
+
+MAX_INCLUDE_DEPTH = 10  # PostgreSQL's CONF_FILE_MAX_DEPTH; MySQL nests as deep
+
+
+def read_config_file(path: str, result: ConfigFile, depth: int, origin: str | None,
+                     what: str = "a config file") -> str:
+    """The text of one (possibly included) file, recorded in ``result.files``: one-line
+    InputErrors for include loops, unreadable files and binary data."""
+    if depth > MAX_INCLUDE_DEPTH:
+        raise InputError(f"{origin}: includes nested more than {MAX_INCLUDE_DEPTH} deep "
+                         "(a loop?)")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise InputError(f"{origin or path}: cannot read {path}: {e.strerror}") from None
+    if b"\0" in data:
+        raise InputError(f"{path}: binary data (NUL byte) in {what}")
+    result.files.append(path)
+    return data.decode("utf-8", errors="replace")

@@ -13,10 +13,9 @@ import os
 import re
 
 from pmem_advisor.errors import InputError
-from pmem_advisor.knobs.configfile import ConfigEntry, ConfigFile
+from pmem_advisor.knobs.configfile import ConfigEntry, ConfigFile, read_config_file
 from pmem_advisor.knobs.version import parse_version
 
-MAX_DEPTH = 10
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "s": " ", '"': '"', "'": "'", "\\": "\\"}
 _VERSIONED = re.compile(r"^(mysqld|mariadb|mariadbd)-(\d+\.\d+)$")
 _BASE_GROUPS = {
@@ -81,17 +80,8 @@ class _State:
 
 
 def _read(path: str, result: ConfigFile, state: _State, depth: int, origin: str | None) -> None:
-    if depth > MAX_DEPTH:
-        raise InputError(f"{origin}: includes nested more than {MAX_DEPTH} deep (a loop?)")
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise InputError(f"{origin or path}: cannot read {path}: {e.strerror}") from None
-    if b"\0" in data:
-        raise InputError(f"{path}: binary data (NUL byte) in an option file")
-    result.files.append(path)
-    _parse_lines(data.decode("utf-8", errors="replace"), path, result, state, depth)
+    text = read_config_file(path, result, depth, origin, what="an option file")
+    _parse_lines(text, path, result, state, depth)
 
 
 def _parse_lines(text: str, path: str, result: ConfigFile, state: _State, depth: int) -> None:

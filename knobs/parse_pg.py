@@ -12,9 +12,8 @@ import os
 import re
 
 from pmem_advisor.errors import InputError
-from pmem_advisor.knobs.configfile import ConfigEntry, ConfigFile
+from pmem_advisor.knobs.configfile import ConfigEntry, ConfigFile, read_config_file
 
-MAX_DEPTH = 10  # the server's CONF_FILE_MAX_DEPTH
 _ID = r"[A-Za-z_\x80-\uffff][A-Za-z0-9_$\x80-\uffff]*"
 _NAME = rf"{_ID}(?:\.{_ID})?"
 _STRING = r"'(?:[^'\\\n]|\\.|'')*'"
@@ -76,17 +75,8 @@ def parse_postgresql_text(text: str, name: str = "<text>") -> ConfigFile:
 
 
 def _read(path: str, result: ConfigFile, depth: int, origin: str | None) -> None:
-    if depth > MAX_DEPTH:
-        raise InputError(f"{origin}: includes nested more than {MAX_DEPTH} deep (a loop?)")
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise InputError(f"{origin or path}: cannot read {path}: {e.strerror}") from None
-    if b"\0" in data:
-        raise InputError(f"{path}: binary data (NUL byte) in a config file")
-    result.files.append(path)
-    _parse_lines(data.decode("utf-8", errors="replace"), path, result, depth, True)
+    text = read_config_file(path, result, depth, origin)
+    _parse_lines(text, path, result, depth, True)
 
 
 def _parse_lines(text: str, path: str, result: ConfigFile, depth: int,
