@@ -26,6 +26,7 @@ PER_OPERATION_DEFAULT_MAX = 64 << 20  # a default below 64 MB marks a per-operat
 # WAL/redo may take at most a quarter of the free space of the data path, and 16 GB.
 LOG_DISK_SHARE = 0.25
 LOG_MAX_BYTES = 16 << 30
+LOG_MIN_BYTES = 32 << 20
 # A plain count with an enormous legal range (maxpages, capacities): search at most
 # two orders of magnitude above its default; a rule bound may open it further.
 COUNT_SPAN = 100
@@ -56,9 +57,16 @@ class Limits:
         """The smallest value worth searching: a memory knob far below its default only
         starves the server (MariaDB refuses a buffer pool under 6 MiB with 16 KB pages)."""
         default = spec.default
-        if spec.type == "size" and (getattr(spec, "category", "") or "") == "memory" and \
-                isinstance(default, (int, float)) and not isinstance(default, bool) and default > 0:
+        if spec.type != "size" or isinstance(default, bool) or \
+                not isinstance(default, (int, float)) or default <= 0:
+            return None
+        category = getattr(spec, "category", "") or ""
+        if category == "memory":
             return float(default) / LOW_SPAN
+        per_unit = UNIT_BYTES.get(getattr(spec, "unit", None))
+        if category in ("wal", "checkpoint") and per_unit:
+            # PostgreSQL refuses min/max_wal_size under two 16 MB segments.
+            return max(float(default) / LOW_SPAN, LOG_MIN_BYTES / per_unit)
         return None
 
     def cap(self, spec: Any) -> float | None:

@@ -89,3 +89,8 @@ def test_sampled_pairs_are_put_in_the_order_the_server_keeps():
                         limits=Limits(8 * GB))
     runtime, _ = space.split({"innodb_io_capacity": 3356, "innodb_io_capacity_max": 164})
     assert runtime["innodb_io_capacity_max"] == 3356  # MariaDB would have cut capacity to 164
+
+
+def test_wal_sizes_never_below_two_segments():
+    assert Limits(8 * GB).floor(PG["max_wal_size"]) == 64  # 1 GB / 16, in MB
+    assert Limits(8 * GB).floor(PG["min_wal_size"]) == 32  # two 16 MB segments
