@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from pmem_advisor.errors import AdvisorError
+from pmem_advisor.report.config_file import load_catalog_or_none, render_value
+
+
+def _render(catalog: Any, name: str, value: Any) -> str:
+    try:
+        return render_value(catalog, name, value)
+    except AdvisorError:  # a value the catalog cannot render: show it as stored
+        return str(value)
+
 
 def fmt(v: Any, spec: str = ".1f") -> str:
     return "n/a" if v is None else format(v, spec)
@@ -66,7 +76,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
         lines += [f"Best config: `{s['config_file']}`.", ""]
     if s.get("best"):
         lines += ["## Best parameters", ""]
-        lines += [f"- `{k}` = `{v}`" for k, v in s["best"]["params"].items()]
+        catalog = load_catalog_or_none(s.get("engine", ""), s.get("flavour"), s.get("version"))
+        lines += [f"- `{k}` = `{_render(catalog, k, v)}`" for k, v in s["best"]["params"].items()]
         lines.append("")
     if s.get("importance"):
         lines += ["## Knob importance (fANOVA)", ""]

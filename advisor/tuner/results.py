@@ -58,7 +58,9 @@ def _entry(study: optuna.Study, t: FrozenTrial | None, metric: str) -> dict[str,
     return {
         "trial": t.number,
         "role": t.user_attrs.get(ROLE_ATTR),
-        "params": dict(t.params),
+        # The values that ran (snapped and ordered), not the sampler's raw numbers.
+        "params": {k: {**(cfg.get("init_params") or {}), **(cfg.get("params") or {})}.get(k, v)
+                   for k, v in t.params.items()},
         "config": cfg,
         "throughput_tps": statistics.median(tps) if tps else None,
         "latency_p95_ms": statistics.median(p95) if p95 else None,
