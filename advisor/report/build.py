@@ -22,7 +22,7 @@ from pmem_advisor.report.config_file import (
     render_value,
 )
 from pmem_advisor.report.html import render_html
-from pmem_advisor.report.markdown import render_markdown
+from pmem_advisor.report.markdown import gain, render_markdown
 from pmem_advisor.tuner.results import summarize
 from pmem_advisor.tuner.space import SearchSpace
 from pmem_advisor.tuner.study import SPACE_ATTR
@@ -31,12 +31,7 @@ SUMMARY = "summary.json"
 
 
 def _pct(g: dict | None) -> str:
-    if not g or g.get("gain_pct") is None:
-        return "n/a"
-    text = f"{g['gain_pct']:+.1f}%"
-    if g.get("ci_low_pct") is not None:
-        text += f" (95% CI {g['ci_low_pct']:+.1f}% .. {g['ci_high_pct']:+.1f}%)"
-    return text
+    return gain(g, words=True)
 
 
 def config_lines(summary: dict[str, Any], space: SearchSpace, catalog: Any) -> list[Line]:

@@ -19,12 +19,15 @@ def fmt(v: Any, spec: str = ".1f") -> str:
     return "n/a" if v is None else format(v, spec)
 
 
-def gain(g: dict | None) -> str:
+def gain(g: dict | None, *, words: bool = False) -> str:
+    """'+4.1% [-2.0%, +9.8%]' for tables; with ``words``, '+4.1% (95% CI -2.0% .. +9.8%)'
+    for config-file headers."""
     if not g or g.get("gain_pct") is None:
         return "n/a"
     text = f"{g['gain_pct']:+.1f}%"
     if g.get("ci_low_pct") is not None:
-        text += f" [{g['ci_low_pct']:+.1f}%, {g['ci_high_pct']:+.1f}%]"
+        low, high = f"{g['ci_low_pct']:+.1f}%", f"{g['ci_high_pct']:+.1f}%"
+        text += f" (95% CI {low} .. {high})" if words else f" [{low}, {high}]"
     return text
 
 
