@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from pmem_advisor.errors import UsageError
+
 PG_MEMORY = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 PG_TIME_US = {"us": 1, "ms": 1000, "s": 1000**2, "min": 60 * 1000**2, "h": 3600 * 1000**2,
               "d": 86400 * 1000**2}
@@ -94,3 +96,18 @@ def render_real(value: float) -> str:
     """Shortest text that reads back as the same float, without a trailing '.0'."""
     text = repr(float(value))
     return text[:-2] if text.endswith(".0") else text
+
+
+_BYTES = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+_BYTE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_bytes(value: object, what: str) -> int:
+    """Bytes from an int or from text a person types: '24G', '512MB', '1.5TiB', '4096'.
+    Binary multiples throughout, as the servers use them; UsageError names ``what``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    m = _BYTES.match(str(value))
+    if not m:
+        raise UsageError(f"{what}: {value!r} is not a size (e.g. 24G, 512MB)")
+    return int(float(m.group(1)) * _BYTE_UNITS[m.group(2).lower()])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
 import typer
 from rich.table import Table
@@ -12,17 +11,7 @@ from rich.table import Table
 from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
 from pmem_advisor.errors import InputError, UsageError
 from pmem_advisor.fileio import write_keeping_backup
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
-
-
-def parse_size(text: str) -> int:
-    """'24G', '512MB', '1.5TiB', '1073741824' -> bytes."""
-    m = _SIZE.match(str(text))
-    if not m:
-        raise UsageError(f"--memory: {text!r} is not a size (e.g. 24G, 512MB)")
-    mult = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2).lower()]
-    return int(float(m.group(1)) * mult)
+from pmem_advisor.knobs.units import parse_bytes
 
 
 def load_profile(profile: str | None, root: str | None, paths: list[str]) -> dict:
@@ -83,7 +72,7 @@ def build_recommendation(engine: str, *, profile=None, root=None, version=None, 
     prof = load_profile(profile, root, [data_dir, wal_dir])
     facts = build_facts(prof, engine=eng, flavour=flavour, version=version, workload=workload,
                         data_dir=data_dir, wal_dir=wal_dir,
-                        memory_bytes=parse_size(memory) if memory else None, cpus=cpus,
+                        memory_bytes=parse_bytes(memory, "--memory") if memory else None, cpus=cpus,
                         clients=clients, allow_unsafe=allow_unsafe, root=root)
     return recommend(facts)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from pmem_advisor.cli.output import EMULATION_NOTE, console, print_json
-from pmem_advisor.cli.recommend import parse_size
+from pmem_advisor.knobs.units import parse_bytes
 
 
 def tune(
@@ -48,7 +48,7 @@ def tune(
         allow_unsafe=allow_unsafe, use_rules=not no_rules, sampler=sampler, seed=seed,
         storage=storage, study=study, resume=resume, out=out, knobs=list(knob),
         repeats=repeats, heartbeat_s=heartbeat,
-        memory_bytes=parse_size(memory) if memory else None,
+        memory_bytes=parse_bytes(memory, "--memory") if memory else None,
     )
 
     def progress(space, catalog):

@@ -20,11 +20,10 @@ import psycopg
 from pmem_advisor.connection import ConnInfo
 from pmem_advisor.errors import AdvisorError, EnvironmentProblem, ServerError, UsageError
 from pmem_advisor.instances.base import DB_NAME, Instance
+from pmem_advisor.knobs.units import parse_bytes
 
 INCLUDE_FILE = "pmem-advisor.conf"
 SUPERUSER = "postgres"
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)B?\s*$")
-_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 _TRUE = {"on", "true", "yes", "1"}
 _FALSE = {"off", "false", "no", "0"}
 _LEVEL_RE = re.compile(r"\b(PANIC|FATAL|ERROR|LOG|DETAIL|HINT):\s+(.*)$")
@@ -34,16 +33,6 @@ _WORTH_LOGGING = re.compile(
     r"insufficient|too (large|small|many)|failed",
     re.I,
 )
-
-
-def parse_size(value: Any, what: str) -> int:
-    """Bytes from an int (bytes) or text such as ``64MB``."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    m = _SIZE_RE.match(str(value))
-    if not m:
-        raise UsageError(f"bad size {value!r} for {what} (expected bytes or e.g. 64MB)")
-    return int(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
 class PostgresInstance(Instance):
@@ -57,7 +46,7 @@ class PostgresInstance(Instance):
         for key, value in settings.items():
             name = key.lower().replace("-", "_")
             if name in ("wal_segment_size", "wal_segsize"):
-                size = parse_size(value, name)
+                size = parse_bytes(value, name)
                 if name == "wal_segsize" and isinstance(value, int):
                     size = value * 1024**2  # initdb's own unit: MB
                 mb = size // 1024**2
