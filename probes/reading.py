@@ -84,3 +84,16 @@ def parse_cpulist(text: str | None) -> list[int] | None:
             return None
         cpus.update(range(lo, hi + 1))
     return sorted(cpus)
+
+
+def format_cpulist(cpus: list[int] | set[int] | tuple[int, ...]) -> str:
+    """The kernel's cpulist format back: [0, 1, 2, 3, 8] -> ``0-3,8``; ``[]`` -> ``""``."""
+    cpus = sorted(cpus)
+    out, i = [], 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        out.append(f"{cpus[i]}-{cpus[j]}" if j > i else str(cpus[i]))
+        i = j + 1
+    return ",".join(out)

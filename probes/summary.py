@@ -6,6 +6,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from pmem_advisor.probes.reading import format_cpulist
+
 MODE_TEXT = {
     "none": "no persistent memory",
     "app_direct": "App Direct (persistent, byte-addressable)",
@@ -36,18 +38,7 @@ def _v(value) -> str:
 
 
 def _cpus(cpus: list[int] | None) -> str:
-    """Compact cpulist: 0-3,8."""
-    if not cpus:
-        return "none"
-    out, start, prev = [], cpus[0], cpus[0]
-    for c in [*cpus[1:], None]:
-        if c is not None and c == prev + 1:
-            prev = c
-            continue
-        out.append(f"{start}-{prev}" if prev != start else str(start))
-        if c is not None:
-            start = prev = c
-    return ",".join(out)
+    return format_cpulist(cpus) if cpus else "none"
 
 
 def render_summary(profile: dict) -> Group:

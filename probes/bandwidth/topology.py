@@ -12,16 +12,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-
-def parse_cpulist(text: str) -> list[int]:
-    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11]."""
-    cpus: list[int] = []
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return cpus
+from pmem_advisor.probes.reading import parse_cpulist
 
 
 def parse_size(text: str) -> int:
@@ -52,7 +43,7 @@ class Topology:
         distances: dict[int, list[int]] = {}
         for node_dir in sorted(sys_dir.glob("node/node[0-9]*")):
             node = int(node_dir.name[4:])
-            cpus = parse_cpulist(_read(node_dir / "cpulist") or "")
+            cpus = parse_cpulist(_read(node_dir / "cpulist") or "") or []
             if allowed is not None:
                 cpus = [c for c in cpus if c in allowed]
             if cpus:

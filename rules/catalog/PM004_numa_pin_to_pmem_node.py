@@ -10,6 +10,7 @@ NUMAPolicy=bind), N = the node of the PMEM holding the data. PM005 overrides thi
 server needs more CPUs than one socket has.
 """
 
+from pmem_advisor.probes.reading import format_cpulist
 from pmem_advisor.rules.model import PRIORITY_SPEED, Note, OsStep, Rule
 
 
@@ -53,18 +54,7 @@ class NumaPinToPmemNode(Rule):
 
 
 def _cpulist(cpus) -> str:
-    cpus = sorted(cpus)
-    if not cpus:
-        return "<cpus of the node>"
-    ranges, start, prev = [], cpus[0], cpus[0]
-    for c in cpus[1:] + [None]:
-        if c is not None and c == prev + 1:
-            prev = c
-            continue
-        ranges.append(f"{start}-{prev}" if start != prev else str(start))
-        if c is not None:
-            start = prev = c
-    return ",".join(ranges)
+    return format_cpulist(cpus) or "<cpus of the node>"
 
 
 RULE = NumaPinToPmemNode()

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from pmem_advisor.probes.reading import format_cpulist
+
 MACHINES = Path(__file__).resolve().parent / "machines"
 NDCTL_OUT = ".pmem-advisor/commands/ndctl_list_-BDRNv.out"
 
@@ -137,7 +139,7 @@ def _nodes(t: Tree, d: dict) -> None:
             s = n["socket"]
             cpus = [k * sockets * cores + s * cores + core
                     for k in range(threads) for core in range(cores)]
-        t.write(f"{base}/cpulist", _cpulist(sorted(cpus)))
+        t.write(f"{base}/cpulist", format_cpulist(sorted(cpus)))
         t.write(f"{base}/meminfo", f"Node {n['node']} MemTotal:       {n['memory_kb']} kB\n"
                                    f"Node {n['node']} MemFree:        1024 kB\n")
         dist = d.get("distances")
@@ -148,17 +150,6 @@ def _nodes(t: Tree, d: dict) -> None:
             t.write(f"{cache}/line_size", 64)
             t.write(f"{cache}/indexing", 0)
             t.write(f"{cache}/write_policy", 0)
-
-
-def _cpulist(cpus: list[int]) -> str:
-    out, i = [], 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        out.append(f"{cpus[i]}-{cpus[j]}" if j > i else str(cpus[i]))
-        i = j + 1
-    return ",".join(out)
 
 
 def nd_dimms(nd: dict) -> list[dict]:

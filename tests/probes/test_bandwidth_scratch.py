@@ -134,8 +134,6 @@ def test_ctrl_c_while_allocating_removes_the_file(tmp_path, monkeypatch):
 
 
 def test_parse_helpers():
-    assert topology.parse_cpulist("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
-    assert topology.parse_cpulist("") == []
     assert topology.parse_size("516096K\n") == 516096 * 1024
     assert topology.parse_size("32M") == 32 * MIB
     assert topology.parse_size("1024") == 1024

@@ -144,3 +144,11 @@ def test_cpulist():
     assert parse_cpulist("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
     assert parse_cpulist("") == []
     assert parse_cpulist("3-1") is None and parse_cpulist("x") is None
+
+
+def test_format_cpulist_is_the_inverse_of_parse():
+    from pmem_advisor.probes.reading import format_cpulist
+
+    assert format_cpulist([8, 0, 1, 2, 3, 10, 11]) == "0-3,8,10-11"
+    assert format_cpulist([]) == ""
+    assert parse_cpulist(format_cpulist([0, 2, 3, 4, 7])) == [0, 2, 3, 4, 7]
