@@ -173,8 +173,7 @@ class ManagedEvaluator(Evaluator):
 
 
 def _log_sizes(inst: Any) -> dict[str, int]:
-    files = inst.log_files() if hasattr(inst, "log_files") else []
-    return {str(p): p.stat().st_size for p in files if p.exists()}
+    return {str(p): p.stat().st_size for p in inst.log_files() if p.exists()}
 
 
 def check_data_dir(path: str | Path | None, what: str = "data dir") -> None:
