@@ -1,5 +1,12 @@
 """Knob catalogs: YAML data per flavour, checked against a JSON schema when loaded.
 
+Two layers: the servers' own lists of settings (``data/generated/<flavour>-<series>.json``,
+written by ``python -m pmem_advisor.knobs.generate`` from pg_settings / SYSTEM_VARIABLES) say
+which knobs exist, their type, unit, range and default; the hand-curated YAML (safety class
+and reason, tuning samples, manual page) lies over them. A curated knob wins whole; a knob
+only the server knows is known (parse, render, validate) but ``curated=False``: not tunable,
+safety "unknown". Iterating a Catalog yields the curated knobs; ``Catalog.all()`` every knob.
+
 Values are held in the server's base unit, the one ``pg_settings.setting`` and
 ``SHOW GLOBAL VARIABLES`` report (8 kB pages for shared_buffers, bytes for
 innodb_buffer_pool_size). ``Knob.parse`` turns config-file text into that value and
@@ -71,7 +78,7 @@ class Knob:
     min: float | None = None
     max: float | None = None
     values: tuple[str, ...] = ()
-    safety: str = "safe"  # safe|durability-risk
+    safety: str = "safe"  # safe|durability-risk|unknown (a server-only knob nobody judged)
     safety_reason: str = ""
     risky_values: tuple = ()
     versions: tuple[str | None, str | None] = (None, None)  # since (inclusive), until (exclusive)
@@ -82,6 +89,13 @@ class Knob:
     config_file: bool = True  # False: set by initdb/compile, not in the config file
     init_option: str | None = None
     notes: tuple[str, ...] = field(default=())
+    curated: bool = True  # False: known from the server's own list only (not judged, not tuned)
+    source: str = "manual"  # where the facts come from: "manual" or "pg_settings of ... 18.6"
+
+    @property
+    def tunable(self) -> bool:
+        """Only curated knobs (ranges and safety judged by a person) enter a search space."""
+        return self.curated
 
     # -- text -> value -------------------------------------------------------------------
     def parse(self, text: str, *, check_range: bool = True) -> Any:
@@ -129,7 +143,7 @@ class Knob:
 
     def _parse_number(self, text: str) -> int | float:
         if self.engine == "postgres":
-            parsed = units.pg_number(text)
+            parsed = units.pg_number(text, integer=self.type != "real")
             value = None
             if parsed is not None:
                 value = units.pg_to_base(parsed[0], parsed[1], self.unit)
@@ -232,7 +246,8 @@ class Knob:
     def to_dict(self) -> dict:
         return {
             "name": self.name, "type": self.type, "default": self.default,
-            "default_text": self.render(self.default), "unit": self.unit,
+            "default_text": None if self.default is None else self.render(self.default),
+            "unit": self.unit,
             "min": self.min, "max": self.max, "values": list(self.values) or None,
             "scope": self.scope, "safety": self.safety, "safety_reason": self.safety_reason or None,
             "risky_values": list(self.risky_values), "auto_values": list(self.auto_values),
@@ -240,6 +255,7 @@ class Knob:
             "since": self.versions[0], "until": self.versions[1],
             "config_file": self.config_file, "init_option": self.init_option,
             "description": self.description, "doc_url": self.doc_url, "notes": list(self.notes),
+            "curated": self.curated, "tunable": self.tunable, "source": self.source,
         }
 
 
@@ -249,20 +265,34 @@ class Catalog:
     flavour: str
     title: str
     version: str  # the version the knobs were resolved for ("18", "10.11.19")
-    knobs: dict[str, Knob]
+    knobs: dict[str, Knob]  # every known knob: curated first, then the server-only ones
     absent: dict[str, tuple[str | None, str | None]]  # flavour knobs missing in this version
+    generated_from: str | None = None  # e.g. "pg_settings of PostgreSQL 18.6", None: manual only
 
     def __iter__(self):
-        return iter(self.knobs.values())
+        """The curated knobs (judged by a person): what rules, emitters and the tuner use."""
+        return (k for k in self.knobs.values() if k.curated)
 
     def __len__(self) -> int:
-        return len(self.knobs)
+        return sum(1 for _ in self)
 
     def __contains__(self, name: str) -> bool:
         return normalize_name(self.engine, name) in self.knobs
 
     def names(self) -> list[str]:
-        return list(self.knobs)
+        """Names of the curated knobs."""
+        return [k.name for k in self]
+
+    def all(self) -> list[Knob]:
+        """Every knob this version has: curated ones, then those only the server's list has."""
+        return list(self.knobs.values())
+
+    def find(self, name: str) -> Knob | None:
+        """The knob, or None when the name is unknown or absent in this version."""
+        try:
+            return self.get(name)
+        except UnknownKnobError:
+            return None
 
     def get(self, name: str) -> Knob:
         """The knob; UnknownKnobError with the closest names, KnobNotInVersion when absent."""
@@ -322,7 +352,86 @@ def load_catalog(engine: str, flavour: str | None = None, version: str | None = 
             absent[base.name] = (since, until)
             continue
         knobs[base.name] = _at_version(flavour, base.name, version)
-    return Catalog(engine, flavour, raw["title"], version, knobs, absent)
+    facts, source = _generated_for(flavour, version)
+    for name in sorted(facts):
+        if name not in knobs and name not in absent:
+            knobs[name] = _generated_knob(flavour, facts[name], source, version)
+    return Catalog(engine, flavour, raw["title"], version, knobs, absent, source)
+
+
+# -- the servers' own lists (data/generated) ---------------------------------------------------
+GENERATED = DATA / "generated"
+
+
+@lru_cache(maxsize=8)
+def _generated_docs(flavour: str) -> tuple[dict, ...]:
+    """The generated catalogs of ``flavour``, oldest series first."""
+    docs = []
+    for path in GENERATED.glob(f"{flavour}-*.json"):
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        if doc.get("flavour") != flavour or not doc.get("knobs"):
+            raise CatalogDataError(f"{path.name}: not a generated {flavour} catalog")
+        docs.append(doc)
+    return tuple(sorted(docs, key=lambda d: parse_version(d["series"])))
+
+
+def _generated_for(flavour: str, version: str) -> tuple[dict[str, dict], str | None]:
+    """The server facts for ``version``: its own series' list when generated; between two
+    generated series, the knobs both have (newer facts); outside them, none (manual only)."""
+    docs = _generated_docs(flavour)
+    if not docs:
+        return {}, None
+    parts = len(parse_version(docs[0]["series"]))
+    want = parse_version(series(version, parts))
+    for doc in docs:
+        if parse_version(doc["series"]) == want:
+            return ({k["name"]: k for k in doc["knobs"]},
+                    f"{doc['source']} of {_title(flavour)} {doc['server_version'].split('-')[0]}")
+    older = [d for d in docs if parse_version(d["series"]) < want]
+    newer = [d for d in docs if parse_version(d["series"]) > want]
+    if not older or not newer:
+        return {}, None
+    low, high = older[-1], newer[0]
+    low_names = {k["name"] for k in low["knobs"]}
+    facts = {k["name"]: k for k in high["knobs"] if k["name"] in low_names}
+    return facts, (f"{high['source']} of {_title(flavour)} {low['series']} and "
+                   f"{high['series']} (the knobs both have)")
+
+
+def _title(flavour: str) -> str:
+    return _raw(flavour)["title"]
+
+
+_DOCS = {
+    "postgresql": "https://www.postgresql.org/docs/{major}/runtime-config.html",
+    "mariadb": "https://mariadb.com/kb/en/server-system-variables/",
+    "mysql": "https://dev.mysql.com/doc/refman/{major}/en/server-system-variables.html",
+}
+
+
+def _generated_knob(flavour: str, fact: dict, source: str, version: str) -> Knob:
+    """A knob from the server's own list: known, not judged (safety unknown, not tunable)."""
+    engine = _raw(flavour)["engine"]
+    major = series(version, 1 if engine == "postgres" else 2)
+    knob = Knob(
+        name=fact["name"], engine=engine, flavour=flavour, type=fact["type"], default=None,
+        scope=fact["scope"], description=fact.get("description") or "",
+        doc_url=_DOCS[flavour].format(major=major), category=fact.get("category") or "other",
+        unit=fact.get("unit"), min=fact.get("min"), max=fact.get("max"),
+        values=tuple(fact.get("values") or ()), safety="unknown",
+        safety_reason="not judged by pmem-advisor: known from the server's own list only",
+        config_file=fact.get("config_file", True),
+        init_option=None if fact.get("config_file", True) else "cannot be set in a config file",
+        curated=False, source=source,
+    )
+    default = fact.get("default")
+    if default is not None:
+        try:
+            default = knob.parse(str(default), check_range=False)
+        except UsageError:  # a compiled-in default the server itself prints oddly: keep text
+            default = None
+    return replace(knob, default=default)
 
 
 @lru_cache(maxsize=8)

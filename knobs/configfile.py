@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 
 from pmem_advisor.errors import InputError
@@ -50,6 +52,33 @@ class ConfigFile:
 
 
 MAX_INCLUDE_DEPTH = 10  # PostgreSQL's CONF_FILE_MAX_DEPTH; MySQL nests as deep
+MAX_CONFIG_BYTES = 16 << 20  # real config files are kilobytes; this bounds a mistaken path
+
+
+def _open_regular(path: str, origin: str | None = None):
+    """A binary file object for a regular file; InputError for FIFOs, devices, directories
+    (a FIFO must not block the open: O_NONBLOCK; /dev/zero must not be read at all)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        raise InputError(f"{origin or path}: cannot read {path}: {e.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses directories
+        os.close(fd)
+        raise InputError(f"{origin or path}: {path} is not a regular file")
+    return os.fdopen(fd, "rb")
+
+
+def read_head(path: str, limit: int = 64 << 10) -> str:
+    """The first ``limit`` bytes of a config file as text (to guess its format)."""
+    with _open_regular(path) as f:
+        return f.read(limit).decode("utf-8", errors="replace")
+
+
+def refuse_if_not_regular(path: str) -> None:
+    """InputError naming ``path`` unless it exists and is a regular file."""
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    _open_regular(path).close()
 
 
 def read_config_file(path: str, result: ConfigFile, depth: int, origin: str | None,
@@ -60,10 +89,12 @@ def read_config_file(path: str, result: ConfigFile, depth: int, origin: str | No
         raise InputError(f"{origin}: includes nested more than {MAX_INCLUDE_DEPTH} deep "
                          "(a loop?)")
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        with _open_regular(path, origin) as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
     except OSError as e:
         raise InputError(f"{origin or path}: cannot read {path}: {e.strerror}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise InputError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB; not {what}")
     if b"\0" in data:
         raise InputError(f"{path}: binary data (NUL byte) in {what}")
     result.files.append(path)

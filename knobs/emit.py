@@ -7,6 +7,7 @@ can end a line or start another directive (control characters are refused).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,7 +118,7 @@ def emit_postgresql_conf(settings: list[Setting], header: Header = Header(), *,
             if knob.name not in chosen and knob.config_file:
                 lines.append(f"#{knob.name} = {pg_value_text(knob, knob.default)}"
                              f"  # default ({knob.scope})")
-    return EmittedConfig("\n".join(lines) + "\n", warnings, resolved)
+    return EmittedConfig(_checked("\n".join(lines) + "\n"), warnings, resolved)
 
 
 def emit_mycnf(settings: list[Setting], header: Header = Header(), *,
@@ -130,8 +131,29 @@ def emit_mycnf(settings: list[Setting], header: Header = Header(), *,
         if knob.scope == "reinit":
             warnings.append(f"{knob.name} only takes effect when the data directory is created")
         why = one_line(reason) or "requested"
+        if not knob.config_file:  # read-only or internal: the server would refuse to start
+            warnings.append(f"{knob.name} is not a config-file setting: left out")
+            lines.append(f"# {knob.name} = {one_line(knob.render(value))} cannot be set in "
+                         f"my.cnf  # {why}")
+            continue
         lines.append(f"{knob.name} = {quote_value(knob.render(value))}  # {why}")
-    return EmittedConfig("\n".join(lines) + "\n", warnings, resolved)
+    return EmittedConfig(_checked("\n".join(lines) + "\n"), warnings, resolved)
+
+
+# C0 controls but tab, DEL, C1 controls and what str.splitlines() also breaks lines at.
+_LINE_BREAKING = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _checked(text: str) -> str:
+    """The last guard before a config reaches a file: one directive per line, no control
+    character anywhere (a newline in a path or note would inject a setting)."""
+    for n, line in enumerate(text.split("\n"), 1):
+        m = _LINE_BREAKING.search(line)
+        if m:
+            bad = m.group(0)
+            raise UsageError(f"internal: line {n} of the emitted config holds control "
+                             f"character {bad!r}; refusing to write it")
+    return text
 
 
 def emit_config(engine: str, settings: list[Setting], header: Header = Header(), *,

@@ -13,7 +13,12 @@ import os
 import re
 
 from pmem_advisor.errors import InputError
-from pmem_advisor.knobs.configfile import ConfigEntry, ConfigFile, read_config_file
+from pmem_advisor.knobs.configfile import (
+    ConfigEntry,
+    ConfigFile,
+    read_config_file,
+    refuse_if_not_regular,
+)
 from pmem_advisor.knobs.version import parse_version
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "s": " ", '"': '"', "'": "'", "\\": "\\"}
@@ -53,8 +58,7 @@ def parse_mycnf(path: str, *, flavour: str | None = None, version: str | None = 
                 known: set[str] | None = None) -> ConfigFile:
     """Parse ``path`` and its includes for a server of ``flavour``/``version``."""
     path = os.path.abspath(path)
-    if not os.path.isfile(path):
-        raise InputError(f"{path}: no such file")
+    refuse_if_not_regular(path)
     result = ConfigFile(format="mycnf", path=path)
     state = _State(flavour, version, known if known is not None else known_option_names())
     _read(path, result, state, depth=0, origin=None)
@@ -123,7 +127,7 @@ def _directive(line: str, path: str, where: str, result: ConfigFile, state: _Sta
         raise InputError(f"{where}: !{word} needs a path")
     full = arg if os.path.isabs(arg) else os.path.join(os.path.dirname(path), arg)
     if word == "include":
-        if not os.path.isfile(full):
+        if not os.path.exists(full):
             raise InputError(f"{where}: !include {arg!r}: no such file")
         _read(full, result, state, depth + 1, where)
         return

@@ -12,7 +12,12 @@ import os
 import re
 
 from pmem_advisor.errors import InputError
-from pmem_advisor.knobs.configfile import ConfigEntry, ConfigFile, read_config_file
+from pmem_advisor.knobs.configfile import (
+    ConfigEntry,
+    ConfigFile,
+    read_config_file,
+    refuse_if_not_regular,
+)
 
 _ID = r"[A-Za-z_\x80-\uffff][A-Za-z0-9_$\x80-\uffff]*"
 _NAME = rf"{_ID}(?:\.{_ID})?"
@@ -57,8 +62,7 @@ def quote(text: str) -> str:
 def parse_postgresql_conf(path: str, *, auto_conf: bool = True) -> ConfigFile:
     """Parse ``path`` and its includes; InputError names file:line on any problem."""
     path = os.path.abspath(path)
-    if not os.path.isfile(path):
-        raise InputError(f"{path}: no such file")
+    refuse_if_not_regular(path)
     result = ConfigFile(format="postgresql", path=path)
     _read(path, result, depth=0, origin=None)
     auto = os.path.join(os.path.dirname(path), "postgresql.auto.conf")

@@ -23,13 +23,25 @@ _PG_NUMBER = re.compile(r"^\s*([-+]?(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[
 _MY_NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)([kKmMgGtTpPeE]?)\s*$")
 
 
-def pg_number(text: str) -> tuple[float, str] | None:
-    """Split PostgreSQL numeric text into (number, unit) or None when it is not a number."""
+def pg_number(text: str, *, integer: bool = False) -> tuple[float, str] | None:
+    """Split PostgreSQL numeric text into (number, unit) or None when it is not a number.
+
+    ``integer``: read it as the server's strtol(base 0) does for integer settings, so a
+    leading 0 means octal (log_file_mode = 0600 is 384) and 0x hexadecimal.
+    """
     m = _PG_NUMBER.match(text)
     if not m:
         return None
     num = m.group(1)
-    value = float(int(num, 16)) if "0x" in num.lower() else float(num)
+    digits = num.lstrip("+-")
+    if "0x" in num.lower():
+        value = float(int(num, 16))
+    elif integer and len(digits) > 1 and digits.startswith("0") and digits.isdigit():
+        if not set(digits) <= set("01234567"):
+            return None  # 08 is no octal number: the server rejects it too
+        value = float(int(num, 8))
+    else:
+        value = float(num)
     return value, m.group(2)
 
 
@@ -74,12 +86,15 @@ def pg_round(value: float) -> int:
     return int(round(value))
 
 
-def my_number(text: str) -> float | None:
+def my_number(text: str) -> int | float | None:
     """MySQL/MariaDB numeric option text with an optional K/M/G/T/P/E suffix."""
     m = _MY_NUMBER.match(text)
     if not m:
         return None
-    return float(m.group(1)) * MY_SUFFIX.get(m.group(2).upper(), 1)
+    scale = MY_SUFFIX.get(m.group(2).upper(), 1)
+    if m.group(1).lstrip("+-").isdigit():  # exact: 18446744073709551615 is not a float
+        return int(m.group(1)) * scale
+    return float(m.group(1)) * scale
 
 
 def my_render_size(value: int) -> str:

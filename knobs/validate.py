@@ -210,3 +210,61 @@ def _server_details(engine: str, inst, report: ValidationReport) -> dict:
         report.problems.append("InnoDB is disabled: an InnoDB option made the plugin fail "
                                "(see the server log); the server ran without it")
     return {}
+
+
+# ---------------------------------------------------------------- flavour of a my.cnf
+# Options one of the two servers has and the other refuses at startup ("unknown variable"):
+# a config that sets them was written for that server. (Manual-checked names only: the knob
+# catalogs list the knobs we tune, not every option, so their difference is not evidence.)
+ONLY_IN = {
+    "mysql": ("innodb_redo_log_capacity", "innodb_dedicated_server", "innodb_doublewrite_files",
+              "innodb_doublewrite_pages", "innodb_doublewrite_dir", "innodb_log_writer_threads",
+              "innodb_ddl_threads", "innodb_parallel_read_threads", "innodb_use_fdatasync",
+              "temptable_max_ram", "mysqlx_port", "mysqlx"),
+    "mariadb": ("innodb_log_file_buffering", "innodb_log_file_mmap",
+                "innodb_data_file_buffering", "innodb_data_file_write_through",
+                "innodb_log_file_write_through", "innodb_buffer_pool_size_max",
+                "aria_pagecache_buffer_size", "innodb_use_atomic_writes"),
+}
+_TITLES = {"mysql": "MySQL", "mariadb": "MariaDB"}
+_TARGET = re.compile(r"^#\s*target:\s*(MySQL|MariaDB)\b\s*(\S*)", re.IGNORECASE)
+_GROUPS = {"mariadb": "mariadb", "mariadbd": "mariadb", "mysqld-8.0": "mysql",
+           "mysqld-8.4": "mysql"}
+
+
+def config_flavour(config: ConfigFile) -> tuple[str, str] | None:
+    """(flavour, evidence) a my.cnf was written for, or None when nothing says."""
+    try:
+        with open(config.path, encoding="utf-8", errors="replace") as f:
+            head = [next(f, "") for _ in range(10)]
+    except OSError:
+        head = []
+    for line in head:
+        m = _TARGET.match(line.strip())
+        if m:
+            fl = m.group(1).lower()
+            target = f"{_TITLES[fl]} {m.group(2)}".strip()
+            return fl, f"its header names {target} as the target"
+    for e in config.entries + config.ignored:
+        for fl, names in ONLY_IN.items():
+            if e.name in names:
+                return fl, f"{e.name} ({e.where}) exists only in {_TITLES[fl]}"
+        if e.group and e.group.lower() in _GROUPS:
+            fl = _GROUPS[e.group.lower()]
+            return fl, f"its [{e.group}] group is read by {_TITLES[fl]} only"
+    return None
+
+
+def check_flavour(config: ConfigFile, engine: str, flavour: str, version: str) -> None:
+    """Refuse to validate a MySQL config on MariaDB (or the reverse): the other server would
+    reject or silently skip what matters, and 'validated' would be a lie."""
+    if engine != "mysql":
+        return
+    found = config_flavour(config)
+    if found is None or found[0] == flavour:
+        return
+    want, why = found
+    raise UsageError(f"{config.path} is a {_TITLES[want]} config ({why}), but the server to "
+                     f"validate it on is {_TITLES.get(flavour, flavour)} {version}",
+                     hint=f"validate it on {_TITLES[want]} (--flavour {want}, installed), or "
+                          f"render a config for {_TITLES.get(flavour, flavour)}")

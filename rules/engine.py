@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pmem_advisor.errors import UnknownKnobError, UsageError
-from pmem_advisor.rules.facts import Facts
+from pmem_advisor.rules.facts import Facts, bind_to_node
+from pmem_advisor.rules.memory import MemoryEstimate, gib
 from pmem_advisor.rules.model import (
     Bound,
     Bytes,
@@ -76,10 +77,11 @@ class Step:
     command: str
     reason: str
     key: str = ""
+    destructive: bool = False
 
     def to_dict(self) -> dict:
         return {"rule": self.rule, "insights": self.insights, "command": self.command,
-                "reason": self.reason}
+                "reason": self.reason, "destructive": self.destructive}
 
 
 @dataclass
@@ -107,10 +109,40 @@ class Recommendation:
     conflicts: list[Conflict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     fired: list[str] = field(default_factory=list)
+    memory: MemoryEstimate | None = None  # worst case of the settings (rules/memory.py)
 
     @property
     def emulated(self) -> bool:
         return self.facts.emulated
+
+    def target(self) -> dict:
+        f = self.facts
+        return {"engine": f.engine, "flavour": f.flavour, "version": f.version,
+                "version_note": None if f.version else
+                "no --version and no installed server: each knob as in its newest release",
+                "workload": f.workload, "memory_bytes": f.memory_bytes,
+                "memory_source": f.memory_source, "cpus": f.cpus,
+                "bound_node": f.bound_node,
+                "data_medium": f.data.medium if f.data is not None else None,
+                "data_medium_source": f.data.medium_source if f.data is not None else None,
+                "wal_medium": f.wal.medium if f.wal is not None else None}
+
+    def memory_line(self) -> str | None:
+        """ "worst-case memory: ... of a 24.0 GiB budget" for the table and config header."""
+        if self.memory is None:
+            return None
+        where = (f"NUMA node {self.facts.bound_node}'s" if self.facts.bound_node is not None
+                 else "the")
+        from pmem_advisor.rules.memory import BUDGET_SHARE
+
+        return (f"{self.memory.describe()}, fitted to {BUDGET_SHARE:.0%} of {where} "
+                f"{gib(self.facts.memory_bytes)} budget ({self.facts.memory_source}): the rest "
+                "is for the OS, WAL/binlog page cache and monitoring")
+
+    def header_notes(self) -> list[str]:
+        """Lines every emitted config carries in its header (besides OS steps/withheld)."""
+        line = self.memory_line()
+        return ([line] if line else []) + medium_notes(self.facts)
 
     def setting(self, name: str) -> Setting | None:
         return next((s for s in self.settings if s.name == name), None)
@@ -124,6 +156,10 @@ class Recommendation:
             "conflicts": [c.to_dict() for c in self.conflicts],
             "notes": list(self.notes),
             "emulated_pmem": self.emulated,
+            "target": self.target(),
+            "memory": (self.memory.to_dict() | {"budget_bytes": self.facts.memory_bytes,
+                                                "summary": self.memory_line()}
+                       if self.memory is not None else None),
         }
 
 
@@ -250,17 +286,65 @@ def recommend(facts: Facts, *, catalog=None, rules: tuple[Rule, ...] | None = No
               ) -> Recommendation:
     """Every rule's effects on ``facts`` merged into one recommendation."""
     view = KnobView(catalog if catalog is not None else load_catalog_for(facts), facts.engine)
-    rec = Recommendation(facts=facts)
     fired = _evaluate(facts, rules)
+    node = _binding(fired)
+    if node is not None and facts.bound_node != node:
+        # a rule binds the server to one node: size every memory and CPU knob from that node
+        facts = bind_to_node(facts, node, f"numactl --membind={node}")
+        fired = _evaluate(facts, rules)
+    rec = Recommendation(facts=facts)
     rec.fired = [r.id for r, _ in fired]
     _merge_settings(rec, fired, view, facts.allow_unsafe)
     _merge_bounds_priors(rec, fired, view)
     _merge_steps(rec, fired)
     rec.findings = _findings(fired)
+    rec.notes.extend(facts.notes)
+    rec.notes.extend(medium_notes(facts))
+    if facts.engine is not None:
+        from pmem_advisor.rules.fit import fit_memory
+
+        rec.memory = fit_memory(rec, view)
+        _finalize(rec, fired)
     if facts.emulated:
         rec.notes.append("tmpfs paths stand in for persistent memory (emulated PMEM): "
                          "the PMEM rules fired for them; tmpfs is not durable")
     return rec
+
+
+def medium_notes(facts: Facts) -> list[str]:
+    """The probe's sentence on how each path's medium was found (measured, kernel, unverified):
+    every output carries it, since the I/O knobs follow that class."""
+    out = []
+    for p in facts.placed:
+        if p.medium_note and (p.role == "data" or p.medium_note != facts.data.medium_note):
+            out.append(f"{p.role} {p.path}: {p.medium_note}")
+        if p.medium_source == "unverified":
+            out.append(f"{p.role} {p.path}: the medium class {p.medium} is not verified (the "
+                       "kernel's flag on a virtual disk): measure it (probe) or pass --medium")
+    return out
+
+
+def _finalize(rec: Recommendation, fired) -> None:
+    """Let each fired rule recompute its OS steps from the final settings (Rule.finalize)."""
+    final = {s.name: s for s in rec.settings}
+    for rule, _effects in fired:
+        steps = rule.finalize(rec.facts, final)
+        if steps is None:
+            continue
+        rec.os_steps = [s for s in rec.os_steps if s.rule != rule.id]
+        rec.os_steps += [Step(rule.id, list(rule.insights), e.command, e.reason, e.key,
+                              e.destructive) for e in steps]
+
+
+def _binding(fired) -> int | None:
+    """The NUMA node the winning numa-policy step binds to (None: no binding)."""
+    best = None
+    for rule, effects in fired:
+        for e in effects:
+            if isinstance(e, OsStep) and e.key == "numa-policy":
+                if best is None or (rule.priority, rule.id) > (best[0].priority, best[0].id):
+                    best = (rule, e)
+    return best[1].binds_node if best is not None else None
 
 
 def _merge_settings(rec: Recommendation, fired, view: KnobView, allow_unsafe: bool) -> None:
@@ -375,7 +459,8 @@ def _merge_steps(rec: Recommendation, fired) -> None:
             if not isinstance(e, OsStep):
                 continue
             if not e.key:
-                rec.os_steps.append(Step(rule.id, list(rule.insights), e.command, e.reason))
+                rec.os_steps.append(Step(rule.id, list(rule.insights), e.command, e.reason,
+                                         destructive=e.destructive))
                 continue
             prev = keyed.get(e.key)
             if prev is None or (rule.priority, rule.id) > (prev[0].priority, prev[0].id):
@@ -387,7 +472,8 @@ def _merge_steps(rec: Recommendation, fired) -> None:
                 rec.conflicts.append(Conflict(e.key, prev[0].id, rule.id, e.command,
                                               "higher priority OS step wins"))
     for key, (rule, e) in keyed.items():
-        rec.os_steps.append(Step(rule.id, list(rule.insights), e.command, e.reason, key))
+        rec.os_steps.append(Step(rule.id, list(rule.insights), e.command, e.reason, key,
+                                 e.destructive))
 
 
 def _findings(fired) -> list[Finding]:

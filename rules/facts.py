@@ -8,7 +8,7 @@ so the PMEM rules fire for live runs on machines without PMEM; outputs say so.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pmem_advisor.errors import InputError, UsageError
@@ -36,6 +36,12 @@ class PathFacts:
     numa_node: int | None = None
     emulated_pmem: bool = False
     namespace_mode: str | None = None  # fsdax|devdax|sector|raw when the device is a pmem ns
+    namespace: str | None = None  # the pmem namespace's name (namespace0.0) when known
+    size_bytes: int | None = None  # the device's (namespace's, else filesystem's) size
+    matched: str = "path"  # path: probed itself; mount: longest mountpoint prefix; none
+    medium_source: str | None = None  # kernel|measured|override|filesystem|unverified (probe)
+    medium_note: str | None = None  # the probe's sentence about how the medium was found
+    measured: dict | None = None  # the probe's measured latency/IOPS of the device
 
     @property
     def is_pmem(self) -> bool:
@@ -75,6 +81,10 @@ class Facts:
     page_size: int = 4096
     server_cpus: tuple[int, ...] | None = None  # CPUs a running server may use (check --dsn)
     notes: list[str] = field(default_factory=list)
+    features: frozenset[str] = frozenset()  # server build features known, e.g. {"lz4"}
+    interleave_cpuless: bool = False  # the user asked to interleave over CPU-less nodes too
+    bound_node: int | None = None  # sized for this NUMA node (a rule binds the server to it)
+    memory_source: str = "host"  # where memory_bytes came from (rules/budget.py)
 
     # ---- engine and version ----
     @property
@@ -271,7 +281,7 @@ def resolve_path(profile: dict, path: str, role: str, root: str | None = None) -
     path = _strip_root(path, root)
     for entry in profile.get("paths") or []:
         if _strip_root(str(entry.get("path", "")), root) == path:
-            return _path_facts(profile, role, path, entry)
+            return _path_facts(profile, role, path, entry, "path")
     best = None
     for m in profile.get("mounts") or []:
         mp = _strip_root(str(m.get("mountpoint") or ""), root)
@@ -281,13 +291,13 @@ def resolve_path(profile: dict, path: str, role: str, root: str | None = None) -
             if best is None or len(mp) > len(best[0]):
                 best = (mp, m)
     if best is None:
-        return PathFacts(role=role, path=path)
+        return PathFacts(role=role, path=path, matched="none")
     mount = dict(best[1])
     mount["mountpoint"] = best[0]
-    return _path_facts(profile, role, path, mount)
+    return _path_facts(profile, role, path, mount, "mount")
 
 
-def _path_facts(profile: dict, role: str, path: str, e: dict) -> PathFacts:
+def _path_facts(profile: dict, role: str, path: str, e: dict, matched: str) -> PathFacts:
     medium = e.get("medium") or "unknown"
     fstype = e.get("fstype")
     device = e.get("base_device") or e.get("device")
@@ -296,6 +306,7 @@ def _path_facts(profile: dict, role: str, path: str, e: dict) -> PathFacts:
     if numa is None and ns is not None:
         numa = ns.get("numa_node")
     emulated = bool(e.get("emulated_pmem")) or medium == "tmpfs" or fstype == "tmpfs"
+    size = (ns or {}).get("size_bytes") or e.get("size_bytes") or e.get("total_bytes")
     return PathFacts(
         role=role,
         path=path,
@@ -308,7 +319,56 @@ def _path_facts(profile: dict, role: str, path: str, e: dict) -> PathFacts:
         numa_node=numa,
         emulated_pmem=emulated,
         namespace_mode=ns.get("mode") if ns else None,
+        namespace=ns.get("name") if ns else None,
+        size_bytes=int(size) if size else None,
+        matched=matched,
+        medium_source=e.get("medium_source"),
+        medium_note=e.get("medium_note"),
+        measured=e.get("measured"),
     )
+
+
+MEDIA = ("pmem", "cxl", "nvme", "ssd", "hdd", "tmpfs")
+
+
+def with_medium(p: PathFacts, medium: str) -> PathFacts:
+    """The path with the user's --medium instead of what the profile says."""
+    if medium not in MEDIA:
+        raise UsageError(f"--medium {medium!r} is not one of {', '.join(MEDIA)}")
+    return replace(p, medium=medium, emulated_pmem=medium == "tmpfs", matched="path",
+                   medium_source="override", medium_note=f"medium {medium} from --medium")
+
+
+def parse_media(text: str | None, data_dir: str | None,
+                wal_dir: str | None) -> tuple[str | None, str | None]:
+    """--medium CLASS (the data directory's) or PATH=CLASS[,PATH=CLASS] -> (data's, WAL's)."""
+    if not text:
+        return None, None
+    if "=" not in text:
+        return text.strip(), None
+    found: dict[str, str] = {}
+    for item in text.split(","):
+        path, _, cls = item.partition("=")
+        path = os.path.normpath(path.strip())
+        if path not in {os.path.normpath(d) for d in (data_dir, wal_dir) if d}:
+            raise UsageError(f"--medium {item.strip()}: {path} is neither --data-dir nor "
+                             "--wal-dir")
+        found[path] = cls.strip()
+    norm = {os.path.normpath(d): role for role, d in (("data", data_dir), ("wal", wal_dir)) if d}
+    by_role = {norm[p]: c for p, c in found.items()}
+    return by_role.get("data"), by_role.get("wal")
+
+
+def unmatched_note(p: PathFacts) -> str | None:
+    """The warning for a path the profile does not know that fell back to the root mount (or
+    to nothing): its medium is then a guess, never silently."""
+    if p.matched == "path" or (p.matched == "mount" and p.mountpoint not in ("/", None)):
+        return None
+    where = (f"its longest mount prefix {p.mountpoint} ({p.fstype or '?'}, medium {p.medium})"
+             if p.matched == "mount" else "no mount at all")
+    return (f"{p.role} directory {p.path} is not among the profile's probed paths; it was "
+            f"matched to {where}: if it lives elsewhere, give the real mount (probe --path "
+            f"{p.path} on that host) or pass --medium")
 
 
 def build_facts(profile: dict, *, engine: str | None, flavour: str | None = None,
@@ -316,7 +376,9 @@ def build_facts(profile: dict, *, engine: str | None, flavour: str | None = None
                 data_dir: str | None = None, wal_dir: str | None = None,
                 memory_bytes: int | None = None, cpus: int | None = None,
                 clients: int | None = None, allow_unsafe: bool = False,
-                root: str | None = None) -> Facts:
+                root: str | None = None, medium: str | None = None,
+                numa_node: int | None = None, features=(),
+                interleave_cpuless: bool = False) -> Facts:
     """Facts for the rules; raises UsageError/InputError with one line on bad input."""
     validate_profile(profile)
     if engine is not None and engine not in ENGINES:
@@ -330,18 +392,26 @@ def build_facts(profile: dict, *, engine: str | None, flavour: str | None = None
     cpu = profile.get("cpu") or {}
     logical = int(cpu.get("threads") or os.cpu_count() or 1)
     physical = int(cpu.get("cores") or logical)
-    mem = memory_bytes or int((profile.get("memory") or {}).get("total_bytes") or 0)
+    mem, use_cpus, mem_source, notes = _budget(profile, memory_bytes, cpus, numa_node, logical)
     if not mem:
         raise InputError("profile has no memory.total_bytes; pass --memory SIZE")
-    use_cpus = cpus or logical
+    data_medium, wal_medium = parse_media(medium, data_dir, wal_dir)
     data = resolve_path(profile, data_dir, "data", root) if data_dir else None
+    if data is not None and data_medium:
+        data = with_medium(data, data_medium)
     if wal_dir:
         wal = resolve_path(profile, wal_dir, "wal", root)
+        if wal_medium:
+            wal = with_medium(wal, wal_medium)
     elif data is not None:  # the WAL/redo stays inside the data directory
-        wal = PathFacts(**{**data.__dict__, "role": "wal"})
+        wal = replace(data, role="wal")
     else:
         wal = None
-    return Facts(
+    for p in (data, wal if wal_dir else None):
+        note = unmatched_note(p) if p is not None else None
+        if note:
+            notes.append(note)
+    facts = Facts(
         profile=profile,
         engine=engine,
         flavour=fl,
@@ -349,7 +419,7 @@ def build_facts(profile: dict, *, engine: str | None, flavour: str | None = None
         workload=workload,
         memory_bytes=mem,
         cpus=use_cpus,
-        physical_cores=min(physical, use_cpus) if cpus else physical,
+        physical_cores=min(physical, use_cpus) if use_cpus < logical else physical,
         sockets=int(cpu.get("sockets") or 1),
         clients=clients,
         allow_unsafe=allow_unsafe,
@@ -357,4 +427,38 @@ def build_facts(profile: dict, *, engine: str | None, flavour: str | None = None
         data=data,
         wal=wal,
         page_size=int((profile.get("host") or {}).get("page_size") or 4096),
+        notes=notes,
+        memory_source=mem_source,
+        features=frozenset(features),
+        interleave_cpuless=interleave_cpuless,
     )
+    if numa_node is not None:
+        facts = replace(facts, bound_node=numa_node)
+    return facts
+
+
+def _budget(profile: dict, memory_bytes: int | None, cpus: int | None, numa_node: int | None,
+            logical: int) -> tuple[int, int, str, list[str]]:
+    """Memory and CPUs the server gets: PROBE's effective budget (cgroup, cpuset, node, the
+    user's flags) when rules/budget.py is there, else the host's or the user's values."""
+    try:
+        from pmem_advisor.rules.budget import effective_budget
+    except ImportError:  # pragma: no cover - the budget module ships with the rules
+        mem = memory_bytes or int((profile.get("memory") or {}).get("total_bytes") or 0)
+        return mem, cpus or logical, "--memory" if memory_bytes else "host", []
+    b = effective_budget(profile, memory_bytes=memory_bytes, cpus=cpus, numa_node=numa_node)
+    notes = [f"budget: {line}" for line in b.describe()
+             if b.memory_source != "host MemTotal" or not line.startswith(("memory:", "cpus:"))]
+    return b.memory_bytes, b.whole_cpus, b.memory_source, notes
+
+
+def bind_to_node(f: Facts, node: int, why: str) -> Facts:
+    """The facts re-sized for a server bound to ``node`` (numactl --membind/--cpunodebind):
+    memory and CPUs become that node's (or less, when the budget was already tighter)."""
+    mem, cpus, src, notes = _budget(f.profile, f.memory_bytes, f.cpus if f.cpus_given else None,
+                                    node, f.logical_total)
+    cores = min(f.cores_near(node), cpus)
+    note = (f"{why}: every memory and CPU knob is sized from node {node} "
+            f"({mem / (1 << 30):.1f} GiB, {cpus} CPUs, {cores} cores), not the whole machine")
+    return replace(f, memory_bytes=mem, cpus=cpus, physical_cores=cores,
+                   bound_node=node, memory_source=src, notes=[*f.notes, note])

@@ -90,6 +90,10 @@ class OsStep:
     command: str
     reason: str
     key: str = ""
+    # The step destroys data (re-provisioning PMEM, re-creating a namespace or filesystem):
+    # the reason must say so in words, and rules never offer it while that data is mounted.
+    destructive: bool = False
+    binds_node: int | None = None  # numactl --membind: the engine sizes memory/CPUs from it
 
 
 Effect = Set | Bound | Prior | Note | OsStep
@@ -144,6 +148,12 @@ class Rule:
         if not self.applies_to(facts) or not self.condition(facts):
             return []
         return list(self.effects(facts))
+
+    def finalize(self, facts: Facts, settings: dict[str, Any]) -> list[OsStep] | None:
+        """OS steps computed from the FINAL settings (name -> engine Setting, after every
+        rule merged and the memory fit), replacing this rule's earlier OsSteps; None keeps
+        them. E.g. a huge page pool sized from the shared_buffers that really ships."""
+        return None
 
     def check_config(self, facts: Facts, config: dict[str, Any], effects: list[Effect],
                      same_value) -> list[Finding]:

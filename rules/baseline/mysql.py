@@ -30,20 +30,60 @@ def buffer_pool(f: Facts) -> int:
 
 
 def redo(f: Facts) -> dict[str, object]:
+    """innodb_dedicated_server's redo sizing, per version (MySQL 8.0/8.4 manuals, "Enabling
+    Automatic InnoDB Configuration for a Dedicated MySQL Server")."""
     if f.mariadb:  # one ib_logfile0; ~1/4 of the pool keeps checkpoints rare
         return {"innodb_log_file_size": Bytes(min(max(buffer_pool(f) // 4, 96 * MB), 16 * GB))}
-    if f.version_at_least(8, 0, 30):  # dedicated server: CPUs/2 GB, at most 16 GB
-        cap = min(max(f.cpus // 2, 1) * GB, 16 * GB, max(f.memory_bytes // 4, 100 * MB))
+    if f.version_at_least(8, 4):  # 8.4: CPU-based, (logical CPUs / 2) GB, at most 16 GB
+        return {"innodb_redo_log_capacity": Bytes(min(max(f.cpus, 1) * GB // 2, 16 * GB))}
+    ram_gb = f.memory_bytes / GB
+    if f.version_at_least(8, 0, 30):  # 8.0.30+: memory-based capacity (8.0 manual Table 17.9)
+        if ram_gb <= 2:
+            cap = 100 * MB  # the default
+        elif ram_gb <= 4:
+            cap = 1 * GB
+        elif ram_gb <= 10.66:
+            cap = _half_up(0.75 * ram_gb) * GB // 2
+        elif ram_gb <= 170.66:
+            cap = _half_up(0.5625 * ram_gb) * GB
+        else:
+            cap = 128 * GB
         return {"innodb_redo_log_capacity": Bytes(cap)}
-    ram = f.memory_bytes  # before 8.0.30: per-file size by RAM, 2 files
-    size = (48 * MB if ram < 1 * GB else 128 * MB if ram <= 4 * GB else
-            512 * MB if ram <= 8 * GB else 1 * GB if ram <= 16 * GB else 2 * GB)
+    if f.version_at_least(8, 0, 14):  # 8.0.14-8.0.29: file size and count by the pool
+        pool_gb = buffer_pool(f) / GB
+        size = 512 * MB if pool_gb < 8 else 1 * GB if pool_gb <= 128 else 2 * GB
+        files = (_half_up(pool_gb) if pool_gb < 8 else _half_up(pool_gb * 0.75)
+                 if pool_gb <= 128 else 64)
+        return {"innodb_log_file_size": Bytes(size), "innodb_log_files_in_group": max(2, files)}
+    # before 8.0.14: per-file size by RAM, 2 files
+    size = (48 * MB if ram_gb < 1 else 128 * MB if ram_gb <= 4 else
+            512 * MB if ram_gb <= 8 else 1 * GB if ram_gb <= 16 else 2 * GB)
     return {"innodb_log_file_size": Bytes(size), "innodb_log_files_in_group": 2}
+
+
+def _half_up(x: float) -> int:
+    return int(x + 0.5)
+
+
+def measured_write_iops(f: Facts) -> int | None:
+    """The data device's write IOPS as the probe measured them (fio/native), if it did."""
+    m = (f.data.measured or {}) if f.data is not None else {}
+    iops = m.get("write_iops")
+    return int(iops) if isinstance(iops, int | float) and iops > 0 else None
+
+
+def io_capacity(f: Facts) -> int:
+    """Background flushing budget: half the measured write IOPS (the other half stays for
+    foreground writes and the redo log), else a typical figure for the medium class."""
+    iops = measured_write_iops(f)
+    if iops is not None:
+        return max(100, min(iops // 2, 20000))  # 100: the server's minimum
+    return IO_CAPACITY.get(medium(f), 2000)
 
 
 def io(f: Facts) -> dict[str, object]:
     m = medium(f)
-    cap = IO_CAPACITY.get(m, 2000)
+    cap = io_capacity(f)
     # io_capacity_max: the server's own rule, max(2 x io_capacity, 2000). A lower ceiling
     # throttles the page cleaner when the redo log fills: measured here, MariaDB 10.11
     # sysbench write-only fell from ~5,400 to ~1,200 tps with 200/400 on a virtio disk.
@@ -55,6 +95,14 @@ def io(f: Facts) -> dict[str, object]:
     return out
 
 
+def temptable_ram(f: Facts) -> int:
+    """MySQL 8.4's own default (3% of RAM, 1-4 GB) applied to the budget, not the host: on a
+    container the server sees the host's RAM. At most 1/16 of the budget, because the 1 GB
+    floor is a quarter of a 4 GB cgroup and would crowd out the buffer pool in the worst case."""
+    own = min(max(f.memory_bytes * 3 // 100, 1 * GB), 4 * GB)
+    return max(2 * MB, min(own, f.memory_bytes // 16) // MB * MB)  # 2 MB: the server minimum
+
+
 def settings(f: Facts) -> dict[str, object]:
     pool = buffer_pool(f)
     out: dict[str, object] = {
@@ -63,6 +111,12 @@ def settings(f: Facts) -> dict[str, object]:
         "max_connections": f.clients + 10 if f.clients else CONNECTIONS[f.workload],
         "innodb_log_buffer_size": Bytes(64 * MB if f.workload != "olap" else 16 * MB),
     }
+    if not f.mariadb:  # MariaDB has no TempTable engine (tmp_table_size bounds its temp tables)
+        out["temptable_max_ram"] = Bytes(temptable_ram(f))
+    if not f.mariadb and f.version_at_least(8, 4) and f.cpus < f.logical_total:
+        # 8.4's default is the host's logical CPUs / 2 (at least 4): a cgroup or cpuset with
+        # fewer CPUs gets the budget's instead
+        out["innodb_read_io_threads"] = max(4, f.cpus // 2)
     return out
 
 
@@ -78,9 +132,26 @@ class MysqlBaseline(Rule):
         return True
 
     def effects(self, f: Facts):
+        iops = measured_write_iops(f)
         why = {"innodb_buffer_pool_size": "dedicated server: 50% of RAM up to 4 GB, then 75%",
-               "innodb_redo_log_capacity": "dedicated server: CPUs/2 GB, at most 16 GB",
-               "innodb_log_file_size": "redo sized to the buffer pool / RAM",
-               "innodb_flush_method": "O_DIRECT: no double caching in the OS page cache"}
+               "innodb_io_capacity": (f"half the measured {iops} write IOPS of the data device"
+                                      if iops else f"typical for {medium(f)}"),
+               "innodb_flush_neighbors": ("1: neighbour flushing saves seeks on a spinning disk"
+                                          if medium(f) == "hdd" else
+                                          "0: flash has no seeks to save"),
+               "innodb_redo_log_capacity": ("dedicated server 8.4: logical CPUs/2 GB, at most "
+                                            "16 GB" if f.version_at_least(8, 4) else
+                                            "dedicated server 8.0.30+: by RAM"),
+               "temptable_max_ram": ("3% of the budget, 1-4 GB (8.4's default, which reads the "
+                                     "host's RAM), at most 1/16 of the budget so the worst case "
+                                     "keeps the buffer pool"),
+               "innodb_read_io_threads": (f"the budget's {f.cpus} CPUs / 2, at least 4: 8.4's "
+                                          "default would count the host's "
+                                          f"{f.logical_total} logical CPUs"),
+               "innodb_log_file_size": "dedicated server: redo sized to the buffer pool / RAM",
+               "innodb_log_files_in_group": "dedicated server 8.0.14+: files by buffer pool",
+               "innodb_flush_method": ("O_DIRECT: no double caching in the OS page cache (8.0's "
+                                       "dedicated server would pick O_DIRECT_NO_FSYNC, a "
+                                       "durability risk: not followed)")}
         return [Set(k, v, f"baseline: {why.get(k, 'sized for ' + medium(f) + ', ' + f.workload)}")
                 for k, v in settings(f).items()]

@@ -83,10 +83,71 @@ def settings(f: Facts) -> dict[str, object]:
     out = {**memory(f), **checkpoints(f), **io(f), **par,
            "max_connections": connections(f),
            "work_mem": work_mem(f, int(par.get("max_worker_processes", 8))),
-           "default_statistics_target": 500 if f.workload == "olap" else 100,
-           # WAL compression trades CPU for fewer WAL bytes on disks (pgtune); pglz ("on")
-           # exists in every build. K23-5 (PM012) turns it off on PMEM.
-           "wal_compression": "on"}
+           "default_statistics_target": 500 if f.workload == "olap" else 100}
+    return out
+
+
+FEW_CPUS = 4  # below this, compression competes with the queries for the only cores
+
+
+def wal_compression(f: Facts) -> tuple[str, str]:
+    """Fewer WAL bytes for CPU per full-page image. pgtune sets lz4 on PostgreSQL 15+; we do
+    when the build is known to have it. The measured CPU cost (issue 13) was pglz's, so it only
+    decides between pglz and off on few CPUs; lz4 costs a fraction of that and is not refused."""
+    if not f.version_below(15) and "lz4" in f.features:
+        return "lz4", ("lz4 (this build has it), as pgtune sets on PostgreSQL 15+: fewer WAL "
+                       "bytes at a fraction of pglz's CPU")
+    if f.cpus < FEW_CPUS:
+        return "off", (f"{f.cpus} CPU(s) and no lz4 known in this build: pglz's CPU cost "
+                       "outweighs the WAL bytes it saves (on a 2-core machine pglz cost ~16% CPU "
+                       "per transaction and rules-only measured 0.92x of the defaults, issue "
+                       "13); lz4 (pg_config --configure lists --with-lz4) would be worth it")
+    if f.version_below(15):
+        return "on", "pglz, the only method before PostgreSQL 15: fewer WAL bytes for some CPU"
+    return "pglz", ("pglz: lz4 costs less CPU but this server's build is not known to have it "
+                    "(pg_config --configure lists --with-lz4: then set lz4)")
+
+
+def autovacuum_work_mem(f: Facts) -> tuple[Bytes, str]:
+    """Each of autovacuum_max_workers (3) may take this much; PostgreSQL 17+ really uses all of
+    it (no more 1 GB dead-tuple cap), so 3 x maintenance_work_mem would be committable. RAM/64
+    per worker keeps autovacuum under 5% of RAM; manual VACUUM/CREATE INDEX keep maint."""
+    maint = memory(f)["maintenance_work_mem"].n
+    return Bytes(min(maint, max(64 * MB, f.memory_bytes // 64))), (
+        "RAM/64 per autovacuum worker, not pgtune's maintenance_work_mem: PostgreSQL 17+ uses "
+        "all of it, so 3 workers x maintenance_work_mem would be committable")
+
+
+def cpu_source(f: Facts) -> str:
+    """Where the CPU budget came from, as the budget note says it (e.g. cgroup cpu.max)."""
+    line = next((n for n in f.notes if n.startswith("budget: cpus:")), "")
+    return line.removeprefix("budget: cpus:").strip() or f"{f.cpus} CPUs"
+
+
+def few_cpu_parallel(f: Facts) -> dict[str, tuple[object, str]]:
+    """Below 4 CPUs pgtune sets no parallel knobs, which leaves the server's 8 parallel workers
+    (2 per gather) on a machine or cgroup with fewer CPUs: cap them at the budget's CPUs.
+    max_worker_processes keeps its default 8: it also holds logical replication and extension
+    workers, and max_parallel_workers already caps the parallel ones."""
+    if f.cpus >= 4:
+        return {}
+    cpus = max(1, f.cpus)
+    why = (f"the budget's CPUs ({cpu_source(f)}); pgtune sets none below 4 CPUs, which would "
+           "leave the server's defaults (8 workers, 2 per gather)")
+    half = max(1, cpus // 2)
+    return {"max_parallel_workers": (cpus, f"one worker per CPU of {why}"),
+            "max_parallel_workers_per_gather": (half, f"half of {why}"),
+            "max_parallel_maintenance_workers": (half, f"half of {why}")}
+
+
+def extras(f: Facts) -> dict[str, tuple[object, str]]:
+    """Lines beyond pgtune's formulas, each with the reason it differs."""
+    out: dict[str, tuple[object, str]] = {"wal_compression": wal_compression(f),
+                                          "autovacuum_work_mem": autovacuum_work_mem(f),
+                                          **few_cpu_parallel(f)}
+    if f.workload in ("oltp", "kv"):
+        out["jit"] = ("off", "OLTP: short queries, where JIT compilation costs more than it "
+                             "saves (pgtune too sets jit = off for OLTP on PostgreSQL 12+)")
     return out
 
 
@@ -104,7 +165,11 @@ class PostgresBaseline(Rule):
     def effects(self, f: Facts):
         why = {"shared_buffers": "25% of RAM", "effective_cache_size": "75% of RAM",
                "maintenance_work_mem": "RAM/16 (OLAP RAM/8), at most 8 GB",
+               "random_page_cost": ("4.0: seeks cost on a spinning disk" if medium(f) == "hdd"
+                                    else f"1.1: random reads cost little more on {medium(f)}"),
+               "effective_io_concurrency": f"prefetch depth {medium(f)} sustains",
                "wal_buffers": "3% of shared_buffers, at most 16 MB",
                "work_mem": "RAM left / (3 x (connections + workers))"}
-        return [Set(k, v, f"pgtune: {why.get(k, 'baseline for ' + f.workload)}")
-                for k, v in settings(f).items()]
+        out = [Set(k, v, f"pgtune: {why.get(k, 'baseline for ' + f.workload)}")
+               for k, v in settings(f).items()]
+        return out + [Set(k, v, reason) for k, (v, reason) in extras(f).items()]

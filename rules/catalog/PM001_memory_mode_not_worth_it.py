@@ -25,16 +25,23 @@ class MemoryModeNotWorthIt(Rule):
 
     def effects(self, f):
         part = "all of" if f.pmem_mode == "memory" else "part of"
-        return [
-            Note("warn", "pmem.mode",
-                 f"{part} the PMEM is in Memory mode: volatile, behind a DRAM cache; K23 saw "
-                 "TPC-H the same or up to 5% slower and TPC-C equal to DRAM-only",
-                 "provision App Direct and put the database files on an fsdax namespace"),
-            OsStep("ipmctl create -goal PersistentMemoryType=AppDirect  # then reboot; "
-                   "ndctl create-namespace --mode=fsdax",
-                   "App Direct makes PMEM persistent storage the database can use (K23-1)",
-                   key="pmem-mode"),
-        ]
+        mounted = sorted({str(m.get("mountpoint")) for m in f.pmem_mounts})
+        wipe = ("re-provisioning with `ipmctl create -goal PersistentMemoryType=AppDirect` "
+                "DESTROYS every namespace and all data on these DIMMs")
+        out = [Note("warn", "pmem.mode",
+                    f"{part} the PMEM is in Memory mode: volatile, behind a DRAM cache; K23 saw "
+                    "TPC-H the same or up to 5% slower and TPC-C equal to DRAM-only",
+                    "provision App Direct and put the database files on an fsdax namespace"
+                    + (f"; {wipe}, including the mounted {', '.join(mounted)}: back them up, "
+                       "unmount, then re-provision (not offered as a step while mounted)"
+                       if mounted else ""))]
+        if not mounted:  # nothing mounted would be lost: offer it, marked destructive
+            out.append(OsStep(
+                "ipmctl create -goal PersistentMemoryType=AppDirect  # then reboot; "
+                "ndctl create-namespace --mode=fsdax",
+                f"DESTRUCTIVE: {wipe}; App Direct makes PMEM persistent storage the database "
+                "can use (K23-1)", key="pmem-mode", destructive=True))
+        return out
 
 
 RULE = MemoryModeNotWorthIt()

@@ -1,19 +1,23 @@
 """PM002 Put the data (or data and log) on PMEM, not only the log.
 
-Anti-pattern: only the WAL/redo log on PMEM. K23 Table 5 (PostgreSQL TPC-C): WAL-only on PMEM
-gave +5-23%, data on PMEM +90-117%, both up to 2.5x; MySQL's log on PMEM <= +5% (K23 §5.2,
+Anti-pattern: only the WAL/redo log on PMEM. K23 Table 5 (PostgreSQL TPC-C vs both on SSD, 8-128
+clients): WAL-only on PMEM +4.5-31%, data on PMEM +36-117%, both x2.05-2.59; MySQL's log on
+PMEM <= +5% (K23 §5.2,
 §7.1 vii). For OLAP, moving TPC-H from disk to PM gave 16% on average, up to 40% for
 read-heavy queries, nothing for compute-heavy ones (P-SE §VI).
 
 Recommendation: data and WAL on PMEM when they fit; else data on PMEM and the log on SSD.
 """
 
+from shlex import quote
+
 from pmem_advisor.rules.model import PRIORITY_PLACEMENT, Note, OsStep, Rule
 
-GAIN = {"oltp": "K23 Table 5: data on PMEM +90-117% tpmC (PostgreSQL), data+WAL up to 2.5x",
+GAIN = {"oltp": "K23 Table 5: data on PMEM +36-117% tpmC (PostgreSQL, 8-128 clients), "
+                "data+WAL x2.05-2.59",
         "olap": "P-SE §VI: disk -> PM gave 16% on average, up to 40% for read-heavy queries, "
                 "nothing for compute-heavy ones",
-        "mixed": "K23 Table 5: data on PMEM +90-117% tpmC (PostgreSQL)",
+        "mixed": "K23 Table 5: data on PMEM +36-117% tpmC (PostgreSQL)",
         "kv": "K23 §6: AppDirect gave the highest YCSB throughput at every thread count"}
 
 
@@ -32,8 +36,8 @@ class DataOnPmemNotOnlyLog(Rule):
         if f.wal_on_pmem and not f.data_on_pmem:
             out.append(Note(
                 "warn", f"data:{f.data.path}",
-                "only the log is on PMEM, the weakest placement: K23 Table 5 WAL-only +5-23% "
-                "(PostgreSQL), MySQL <= +5%, against +90-117% for data on PMEM",
+                "only the log is on PMEM, the weakest placement: K23 Table 5 WAL-only +4.5-31% "
+                "(PostgreSQL, 8-128 clients), MySQL <= +5%, against +36-117% for data on PMEM",
                 "move the data directory to the PMEM mount too"))
         elif not f.data_on_pmem and f.pmem_mounts:
             mp = f.pmem_mounts[0].get("mountpoint")
@@ -48,7 +52,7 @@ class DataOnPmemNotOnlyLog(Rule):
                             f"{GAIN[f.workload]}"))
         if f.wal is not None and f.data is not None and f.wal.path != f.data.path:
             if f.pg:
-                out.append(OsStep(f"initdb -D {f.data.path} --waldir={f.wal.path}",
+                out.append(OsStep(f"initdb -D {quote(f.data.path)} --waldir={quote(f.wal.path)}",
                                   "WAL on its own path, chosen at initdb (K23-2 placement)"))
             else:
                 out.append(OsStep(

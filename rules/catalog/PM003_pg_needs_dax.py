@@ -31,19 +31,29 @@ class PgNeedsDax(Rule):
         return bool(self._bad(f))
 
     def effects(self, f):
+        # the cause and the fix come from check's CK011 (one source of truth): BTT/raw
+        # namespaces and a block size != page size cannot be fixed by a remount
+        from pmem_advisor.rules.checks.CK011_pmem_without_dax import cause_and_fix
+
         out = []
         for p in self._bad(f):
             sev = "warn" if p.dax == "inode" else "fail"
-            state = ("dax=inode (only files flagged with chattr +x bypass the page cache)"
-                     if p.dax == "inode" else "without DAX (page cache on)")
-            out.append(Note(sev, f"{p.role}:{p.path}",
-                            f"{p.role} directory on PMEM {p.device or ''} mounted {state}: "
-                            "PostgreSQL performs significantly worse without DAX (K23 Fig. 10)",
-                            f"mount {p.device or 'the device'} on {p.mountpoint} "
-                            "with -o dax=always"))
-            out.append(OsStep(f"umount {p.mountpoint} && mount -o dax=always "
-                              f"{p.device or '<pmem device>'} {p.mountpoint}",
-                              "DAX bypasses the page cache; PostgreSQL on PMEM needs it (K23-3)"))
+            what = (f"{p.role} directory on PMEM {p.device or ''} without DAX: PostgreSQL "
+                    "performs significantly worse with the page cache in the path (K23 Fig. 10)")
+            mount = {"dax": p.dax, "device": p.device or "the device",
+                     "mountpoint": p.mountpoint, "block_size": p.block_size, "fstype": p.fstype}
+            ns = {"mode": p.namespace_mode, "name": p.namespace or "<namespace>"} \
+                if p.namespace_mode else None
+            found = cause_and_fix(mount, ns, f.page_size)
+            cause, fix = found if found else ("DAX is off", f"mount -o dax=always {p.device}")
+            destructive = "DESTROY" in fix.upper()
+            if destructive:
+                fix = f"{fix}; not offered as a step while it holds data"
+            out.append(Note(sev, f"{p.role}:{p.path}", f"{what}; the real cause: {cause}", fix))
+            if not destructive and fix.startswith("umount "):
+                out.append(OsStep(f"{fix}  # stop the server first",
+                                  "DAX bypasses the page cache; PostgreSQL on PMEM needs it "
+                                  "(K23-3)"))
         return out
 
 

@@ -10,13 +10,15 @@ NUMAPolicy=bind), N = the node of the PMEM holding the data. PM005 overrides thi
 server needs more CPUs than one socket has.
 """
 
+from shlex import quote
+
 from pmem_advisor.probes.reading import format_cpulist
 from pmem_advisor.rules.model import PRIORITY_SPEED, Note, OsStep, Rule
 
 
 def server_command(f) -> str:
     if f.pg:
-        return f"postgres -D {f.data.path if f.data else '<datadir>'}"
+        return f"postgres -D {quote(f.data.path) if f.data else '<datadir>'}"
     if f.mysql:
         return "mariadbd" if f.mariadb else "mysqld"
     return "<server command>"
@@ -31,15 +33,19 @@ class NumaPinToPmemNode(Rule):
     engines = ("postgres", "mysql")
 
     def condition(self, f):
-        return len(f.cpu_nodes) > 1 and f.pmem_node is not None and f.any_pmem_path
+        # a server that needs more CPUs than the node has spans sockets: never pin (and so
+        # never shrink) it; PM005 interleaves instead
+        return (len(f.cpu_nodes) > 1 and f.pmem_node is not None and f.any_pmem_path
+                and not f.needs_more_than_node(f.pmem_node))
 
     def effects(self, f):
         n = f.pmem_node
         out = [
             OsStep(f"numactl --cpunodebind={n} --membind={n} {server_command(f)}",
                    f"the data's PMEM is on node {n}: near access only (far reads ~5x slower "
-                   "first touch, far writes ~7 vs 12.5 GB/s); --membind keeps shared memory "
-                   "in that node's DRAM, so size it to fit", key="numa-policy"),
+                   "first touch, far writes ~7 vs 12.5 GB/s); --membind keeps all memory in "
+                   f"that node's DRAM, so every memory and CPU knob here is sized from node {n}",
+                   key="numa-policy", binds_node=n),
             OsStep(f"systemd drop-in: [Service] NUMAPolicy=bind NUMAMask={n} "
                    f"CPUAffinity={_cpulist(f.node_cpus(n))}",
                    "the same binding for a systemd-managed server", key="numa-policy-systemd"),

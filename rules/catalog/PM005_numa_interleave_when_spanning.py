@@ -10,6 +10,7 @@ over all sockets and avoid contended cross-socket writes.
 Recommendation: ``numactl --interleave=all``; this beats PM004's pinning (higher priority).
 """
 
+from pmem_advisor.probes.reading import format_cpulist
 from pmem_advisor.rules.catalog.PM004_numa_pin_to_pmem_node import server_command
 from pmem_advisor.rules.model import PRIORITY_PLACEMENT, OsStep, Rule
 
@@ -31,11 +32,24 @@ class NumaInterleaveWhenSpanning(Rule):
         return spans and (len(f.pmem_nodes) > 1 or volatile_pmem)
 
     def effects(self, f):
-        return [OsStep(f"numactl --interleave=all {server_command(f)}",
+        # only nodes with CPUs: a CPU-less node (CXL, kmem PMEM) is far slower memory and
+        # would get 1/n of every page; the user adds it deliberately, never by default
+        chosen = f.numa if f.interleave_cpuless else f.cpu_nodes
+        nodes = format_cpulist(sorted(n.get("node") for n in chosen))
+        cpuless = [str(n.get("node")) for n in f.numa if n not in f.cpu_nodes]
+        if not cpuless:
+            left_out = ""
+        elif f.interleave_cpuless:
+            left_out = (f"; CPU-less node(s) {', '.join(cpuless)} (CXL/kmem PMEM) included as "
+                        "asked (--interleave-cpuless): they are slower memory")
+        else:
+            left_out = (f"; CPU-less node(s) {', '.join(cpuless)} (CXL/kmem PMEM) left out: "
+                        "--interleave-cpuless adds them")
+        return [OsStep(f"numactl --interleave={nodes} {server_command(f)}",
                        "the server needs more CPUs than one socket has: spread memory over "
-                       "every socket's PMEM, bandwidth is the limit (A21 §4.1)",
+                       f"every socket, bandwidth is the limit (A21 §4.1){left_out}",
                        key="numa-policy"),
-                OsStep("systemd drop-in: [Service] NUMAPolicy=interleave NUMAMask=all",
+                OsStep(f"systemd drop-in: [Service] NUMAPolicy=interleave NUMAMask={nodes}",
                        "the same policy for a systemd-managed server",
                        key="numa-policy-systemd")]
 

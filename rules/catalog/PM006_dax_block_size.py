@@ -41,7 +41,8 @@ class DaxBlockSize(Rule):
                             f"{m.get('mountpoint')} asks for DAX but its block size is "
                             f"{m['block_size']} B, not the page size {f.page_size} B: DAX is "
                             "refused or off",
-                            f"recreate the filesystem: {mk}{f.page_size} {m.get('device')}"))
+                            f"back up its data, then recreate the filesystem: "
+                            f"{mk}{f.page_size} {m.get('device')} (DESTROYS its contents)"))
         if self._many_clients_nodax(f):
             out.append(Note("info", f"data:{f.data.path}",
                             f"{f.clients} clients on a no-dax ext4 PMEM mount: K23 Table 6 saw "

@@ -36,8 +36,10 @@ class PmemNotInterleaved(Rule):
                      f"{len(rs)} single-DIMM regions on node {n} "
                      f"({', '.join(str(r.get('name')) for r in rs)}): each gives one DIMM's "
                      "bandwidth; interleaved regions stripe 4 KB over all DIMMs",
-                     "ipmctl create -goal PersistentMemoryType=AppDirect (interleaved), reboot, "
-                     "recreate the namespaces")
+                     "back up the data on these namespaces first: re-provisioning with "
+                     "`ipmctl create -goal PersistentMemoryType=AppDirect` (interleaved) "
+                     "DESTROYS every namespace on the DIMMs; then reboot and recreate the "
+                     "namespaces")
                 for n, rs in sorted(self._sockets(f).items(), key=lambda kv: str(kv[0]))]
 
 

@@ -32,8 +32,10 @@ class FsdaxForDatabases(Rule):
                             f"no fsdax namespace (modes: {', '.join(modes)}): PostgreSQL and "
                             "MySQL need a DAX filesystem; devdax suits engines that manage "
                             "memory themselves",
-                            "ndctl create-namespace --mode=fsdax --region=<region>, then "
-                            "mkfs.ext4 -b 4096 and mount -o dax=always"))
+                            "ndctl create-namespace --mode=fsdax --region=<region> on free "
+                            "capacity (reconfiguring an existing namespace with -f -e "
+                            f"DESTROYS its data: back it up first), then mkfs.ext4 -b "
+                            f"{f.page_size} (the page size) and mount -o dax=always"))
         for p in f.placed:
             if p.namespace_mode == "sector":
                 out.append(Note("info", f"{p.role}:{p.path}",

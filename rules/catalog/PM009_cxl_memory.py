@@ -8,6 +8,7 @@ Recommendation: measure its bandwidth (``pmem-advisor probe --bandwidth``) and, 
 spanning nodes, interleave allocations (PM005).
 """
 
+from pmem_advisor.probes.reading import format_cpulist
 from pmem_advisor.rules.model import PRIORITY_SPEED, Note, Rule
 
 
@@ -32,11 +33,18 @@ class CxlMemory(Rule):
         ram = sum(int(d.get("ram_bytes") or 0) for d in devs) >> 30
         pm = sum(int(d.get("pmem_bytes") or 0) for d in devs) >> 30
         nodes = ", ".join(str(n.get("node")) for n in self._nodes(f)) or "none onlined"
+        # `all` would include the CPU-less CXL node(s) (slower memory, 1/n of every page):
+        # only the nodes with CPUs unless the user asked for them (as PM005 does)
+        chosen = f.numa if f.interleave_cpuless else f.cpu_nodes
+        spread = format_cpulist(sorted(n.get("node") for n in chosen)) if chosen else "all"
+        which = ("every node, the CXL one(s) included as asked (--interleave-cpuless)"
+                 if f.interleave_cpuless else
+                 "the nodes with CPUs; --interleave-cpuless adds the CXL node(s)")
         return [Note("info", "cxl",
                      f"CXL memory: {len(devs)} memdev(s), {ram} GiB volatile, {pm} GiB "
                      f"persistent; CPU-less node(s): {nodes}",
                      "measure it with `pmem-advisor probe --bandwidth`; a server spanning "
-                     "nodes should interleave (numactl --interleave=all)")]
+                     f"nodes should interleave (numactl --interleave={spread}: {which})")]
 
 
 RULE = CxlMemory()

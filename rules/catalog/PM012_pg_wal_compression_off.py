@@ -28,7 +28,7 @@ class PgWalCompressionOff(Rule):
         if f.wal_on_pmem:
             return [Set("wal_compression", "off",
                         "WAL on PMEM: compression cost ~50% of tpmC at 16 clients (K23 Fig. 8)")]
-        return [Bound("wal_compression", values=("off", "on"),
+        return [Bound("wal_compression", values=("off", "on", "lz4"),
                       reason="WAL on SSD/HDD: compression slightly helps there; let the tuner "
                              "decide (K23 §5.3.1)")]
 

@@ -24,7 +24,10 @@ class PgParallelWorkersPhysicalCores(Rule):
         return f.data_on_pmem and f.workload in ("olap", "mixed") and f.cpus >= 4
 
     def effects(self, f):
-        cores = max(2, min(f.cores_near(f.pmem_node), f.physical_cores))
+        if f.needs_more_than_node(f.pmem_node):  # spans sockets: every core, never fewer
+            cores = max(2, f.physical_cores)
+        else:  # one socket (bound to it, PM004): its physical cores
+            cores = max(2, min(f.cores_near(f.pmem_node), f.physical_cores))
         per_gather = cores - 1 if f.workload == "olap" else min(cores - 1, 4)
         return [Set("max_parallel_workers", cores,
                     f"{cores} physical cores near the PMEM: reads need every core, "

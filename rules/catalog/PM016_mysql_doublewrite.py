@@ -4,8 +4,12 @@ Anti-pattern: switching ``innodb_doublewrite`` off silently for speed. K23 saw u
 in AppDirect with doublewrite off and no change on SSD (K23 §5.3.2, Fig. 6), but DAX has no
 sector atomicity: a 16 KB page can tear on power loss and only the doublewrite copy repairs it.
 
-Recommendation: keep it ON (MariaDB >= 11.0.6: ``fast``, ON without fsync of the data files);
-OFF only with ``--allow-unsafe``, reported with the +20% it would give.
+Neither MySQL's ``DETECT_ONLY`` (detects a torn page, cannot repair it) nor MariaDB's ``fast``
+(ON without the fsync of the data files; MariaDB's own note says it may or may not be safe,
+MDEV-33545; only 11.0.6+ and 11.4.2+ have it) is a safe substitute: the catalogs class both as
+durability risks.
+Recommendation: keep it ON; OFF (or MariaDB's ``fast``) only with ``--allow-unsafe``, reported
+with the +20% it would give.
 """
 
 from pmem_advisor.rules.model import PRIORITY_SAFETY, Rule, Set
@@ -23,9 +27,16 @@ class MysqlDoublewrite(Rule):
         return f.data_on_pmem
 
     def _safe_value(self, f):
-        if f.mariadb and f.version_at_least(11, 0, 6):
-            return "fast"
         return "ON"
+
+    def _has_fast(self, f):
+        """MariaDB's catalog for this version lists `fast` (11.0.6+, 11.4.2+; not 11.4.0-1)."""
+        if not f.mariadb:
+            return False
+        from pmem_advisor.knobs.catalog import load_catalog
+
+        knob = load_catalog("mysql", "mariadb", f.version).get("innodb_doublewrite")
+        return "fast" in knob.values
 
     def effects(self, f):
         # order matters: among equal priorities the first listed wins when it is allowed
@@ -33,6 +44,11 @@ class MysqlDoublewrite(Rule):
                     "doublewrite off on PMEM: up to +20% tpmC (K23 Fig. 6), but 16 KB pages can "
                     "tear on power loss (DAX has no sector atomicity)",
                     unsafe=True, gain="up to +20% tpmC in AppDirect (K23 §5.3.2)"),
+                *([Set("innodb_doublewrite", "fast",
+                       "MariaDB fast: doublewrite without the fsync of the data files; MariaDB "
+                       "says it may or may not be safe (MDEV-33545)", unsafe=True,
+                       gain="not measured by any of the papers")]
+                  if self._has_fast(f) else []),
                 Set("innodb_doublewrite", self._safe_value(f),
                     "keep torn-page protection on PMEM (DAX has no sector atomicity)")]
 
@@ -42,8 +58,8 @@ class MysqlDoublewrite(Rule):
             return []
         if same_value("innodb_doublewrite", have, "OFF"):
             return [self.finding("warn", "innodb_doublewrite",
-                                 "innodb_doublewrite is OFF on PMEM: +20% tpmC (K23) but torn "
-                                 "16 KB pages are unrecoverable after a power loss",
+                                 "innodb_doublewrite is OFF on PMEM: up to +20% tpmC (K23) but "
+                                 "torn 16 KB pages are unrecoverable after a power loss",
                                  f"set innodb_doublewrite = {self._safe_value(f)}")]
         return []
 

@@ -2,10 +2,12 @@
 
 Anti-pattern: choosing the flush method as on SSD. On DAX, O_DIRECT adds nothing; K23 saw a
 large gain from O_DIRECT_NO_FSYNC in AppDirect (overwrites use non-temporal stores, only an
-sfence), negligible on SSD (K23 §5.3.4, Fig. 9). Safety: MySQL >= 8.0.14 still fsyncs on file
-create/extend; it is unsafe when redo and data are on different devices with volatile caches.
-MariaDB 10.11 treats O_DIRECT_NO_FSYNC like O_DIRECT; 11.0 deprecated the knob (its
-equivalent is doublewrite=fast, PM016).
+sfence), negligible on SSD (K23 §5.3.4, Fig. 9). The paper contradicts itself in the same
+section ("negligible, especially in AppDirect" and "large improvement in AppDirect"), so the
+gain is reported as uncertain. Safety: MySQL >= 8.0.14 still fsyncs on file create/extend; it
+is unsafe when redo and data are on different devices with volatile caches. MariaDB 10.11 skips
+the data-file flush at checkpoints with it (as risky as in MySQL); 11.0 deprecated the knob and
+11.0.6+ maps it to doublewrite=fast (a durability risk too, PM016).
 
 Recommendation: O_DIRECT; O_DIRECT_NO_FSYNC (the catalog's durability risk) only with
 ``--allow-unsafe``, and lowest-risk when MySQL >= 8.0.14 has redo and data on PMEM.
@@ -13,7 +15,8 @@ Recommendation: O_DIRECT; O_DIRECT_NO_FSYNC (the catalog's durability risk) only
 
 from pmem_advisor.rules.model import PRIORITY_SPEED, Note, Rule, Set
 
-GAIN = "large tpmC gain in AppDirect (K23 Fig. 9)"
+GAIN = ("uncertain: K23 §5.3.4 calls it both negligible and a large improvement in "
+        "AppDirect (Fig. 9)")
 
 
 class MysqlFlushMethodDax(Rule):
@@ -31,11 +34,14 @@ class MysqlFlushMethodDax(Rule):
         if f.mariadb:
             if f.version_at_least(11, 0):
                 return [Note("info", "innodb_flush_method",
-                             "MariaDB 11 deprecated innodb_flush_method; doublewrite=fast "
-                             "(PM016) is its O_DIRECT_NO_FSYNC")]
-            return [Set("innodb_flush_method", "O_DIRECT",
-                        "MariaDB 10.x treats O_DIRECT_NO_FSYNC like O_DIRECT on PMEM "
-                        "(no extra gain)")]
+                             "MariaDB 11 deprecated innodb_flush_method; its O_DIRECT_NO_FSYNC "
+                             "maps to doublewrite=fast, a durability risk (PM016)")]
+            return [Set("innodb_flush_method", "O_DIRECT_NO_FSYNC",
+                        "O_DIRECT_NO_FSYNC on PMEM: MariaDB 10.11 then skips the data-file "
+                        "flush at checkpoints, a durability risk as in MySQL",
+                        unsafe=True, gain=GAIN),
+                    Set("innodb_flush_method", "O_DIRECT",
+                        "O_DIRECT: the safe choice (adds nothing on DAX, helps on SSD)")]
         both_pmem = f.wal_on_pmem and f.data_on_pmem
         if f.version_at_least(8, 0, 14) and both_pmem:
             why = ("redo and data on PMEM (no volatile write cache) and MySQL >= 8.0.14 fsyncs "

@@ -129,3 +129,49 @@ def test_schema_rejects_bad_data(tmp_path, monkeypatch):
         cat._raw.cache_clear()
         cat._base_knobs.cache_clear()
         cat._at_version.cache_clear()
+
+
+def test_full_catalog_layers_curated_over_server_facts():
+    c = load_catalog("postgres", version="18")
+    every = {k.name: k for k in c.all()}
+    assert len(every) > 350 and 40 <= len(c) <= 70  # iteration stays the curated set
+    assert {k.name for k in c} <= set(every)
+    sb, lmds = c.get("shared_buffers"), c.get("log_min_duration_statement")
+    assert sb.curated and sb.tunable and sb.safety == "safe" and sb.source == "manual"
+    assert not lmds.curated and not lmds.tunable and lmds.safety == "unknown"
+    assert lmds.type == "duration" and lmds.unit == "ms" and lmds.default == -1
+    assert lmds.parse("250ms") == 250 and lmds.render(1500) == "1500ms"
+    assert "log_min_duration_statement" not in c.names()
+    assert c.generated_from == "pg_settings of PostgreSQL 18.6"
+    # a curated knob that trades durability keeps its class (the overlay wins)
+    assert c.get("fsync").safety == "durability-risk"
+    # internal settings are known but not writable in a config file
+    assert not c.get("block_size").config_file
+
+
+def test_between_generated_versions_only_shared_knobs():
+    c16 = load_catalog("postgres", version="16")
+    assert "log_min_duration_statement" in c16
+    assert "io_method" not in c16  # 18 only: the curated catalog says so
+    assert "15 and 18" in c16.generated_from
+    # outside the generated versions the manual catalog alone applies
+    assert load_catalog("postgres", version="13").generated_from is None
+    assert load_catalog("mysql", "mysql", "8.0").generated_from is None
+
+
+def test_mariadb_full_catalog():
+    c = load_catalog("mysql", "mariadb", "10.11")
+    k = c.get("long-query-time")  # '-' and '_' are the same on MySQL/MariaDB
+    assert k.type == "real" and not k.curated
+    assert c.get("slow_query_log").parse("ON") is True
+    big = c.get("max_binlog_cache_size")
+    assert big.parse(str(big.max)) == big.max  # 2**64-1 stays exact
+    assert not c.get("hostname").config_file
+
+
+def test_pg_integer_text_is_read_like_strtol():
+    c = load_catalog("postgres", version="15")
+    assert c.get("log_file_mode").parse("0600") == 0o600
+    assert c.get("unix_socket_permissions").parse("0x1ff") == 0o777
+    with pytest.raises(UsageError):
+        c.get("log_file_mode").parse("0800")

@@ -4,12 +4,37 @@ import json
 def test_knobs_json(run_cli):
     code, out, _ = run_cli("knobs", "postgres", "--version", "15", "--json")
     assert code == 0
-    rows = json.loads(out)
+    doc = json.loads(out)
+    assert doc["schema"] == "pmem-advisor.knobs/1"
+    assert doc["target"] == {"engine": "postgres", "flavour": "postgresql", "version": "15"}
+    rows = doc["knobs"]
     names = {r["name"] for r in rows}
     assert {"shared_buffers", "wal_compression"} <= names and "io_method" not in names
+    assert "io_method" in doc["absent"]
     assert all({"name", "type", "default", "scope", "safety"} <= set(r) for r in rows)
+    # the full catalog: server-only knobs are listed, marked not curated / not tunable
+    lmds = next(r for r in rows if r["name"] == "log_min_duration_statement")
+    assert (lmds["curated"], lmds["tunable"], lmds["safety"]) == (False, False, "unknown")
+    assert lmds["source"].startswith("pg_settings of PostgreSQL 15.")
+    code, out, _ = run_cli("knobs", "postgres", "--version", "15", "--curated", "--json")
+    assert {r["curated"] for r in json.loads(out)["knobs"]} == {True}
     code, out, _ = run_cli("knobs", "mysql", "--flavour", "mysql", "--version", "8.0", "--json")
-    assert code == 0 and any(r["name"] == "innodb_redo_log_capacity" for r in json.loads(out))
+    assert code == 0
+    assert any(r["name"] == "innodb_redo_log_capacity" for r in json.loads(out)["knobs"])
+
+
+def test_config_render_server_only_knob(run_cli):
+    """issue 14: a knob beyond the curated ones (from pg_settings) renders in its units."""
+    code, out, err = run_cli("config", "render", "postgres",
+                             "--set", "log_min_duration_statement=250ms")
+    assert code == 0, err
+    assert "log_min_duration_statement = 250ms" in out
+    code, _, err = run_cli("config", "render", "postgres",
+                           "--set", "log_min_duration_statement=250 parsecs")
+    assert code == 2 and "log_min_duration_statement" in err
+    code, out, err = run_cli("config", "render", "mysql", "--flavour", "mariadb", "--version",
+                             "10.11", "--set", "long_query_time=0.5")
+    assert code == 0 and "long_query_time = 0.5" in out, err
 
 
 def test_config_render_parse(run_cli, tmp_path):

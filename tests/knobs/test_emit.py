@@ -91,3 +91,25 @@ def test_emit_then_parse_round_trip(cat):
             assert k.same(got, k.coerce(v)), (k.name, v, eff[k.name].value)
 
     check()
+
+
+def test_mycnf_leaves_out_settings_the_server_cannot_read_from_a_file():
+    """A read-only MariaDB variable written into my.cnf stops the server from starting."""
+    cat = load_catalog("mysql", "mariadb", "10.11")
+    ro = next(k for k in cat.all() if not k.config_file and k.type in ("bool", "int", "enum"))
+    value = ro.default if ro.default is not None else (ro.values[0] if ro.values else 1)
+    out = emit_mycnf([Setting(ro.name, value, "test"), Setting("innodb_buffer_pool_size", "1G")],
+                     catalog=cat)
+    parsed = parse_mycnf_text(out.text)
+    assert ro.name not in {e.name for e in parsed.entries}
+    assert "innodb_buffer_pool_size" in {e.name for e in parsed.entries}
+    assert any(ro.name in w and "not a config-file setting" in w for w in out.warnings)
+
+
+def test_a_control_character_never_reaches_an_emitted_file():
+    for engine, name, value in (("postgres", "data_directory", "/x\nfsync = off"),
+                                ("mysql", "innodb_data_home_dir", "/x\rsync_binlog=0"),
+                                ("mysql", "innodb_data_home_dir", "/x\x00y")):
+        emit = emit_postgresql_conf if engine == "postgres" else emit_mycnf
+        with pytest.raises(UsageError, match="control character"):
+            emit([Setting(name, value)])

@@ -10,9 +10,9 @@ from tests.rules.machines import make_profile
 GB, MB = 1 << 30, 1 << 20
 
 
-def f(engine="postgres", **kw):
+def f(engine="postgres", machine="ssd", **kw):
     kw.setdefault("data_dir", "/srv/db")
-    return build_facts(make_profile("ssd"), engine=engine, **kw)
+    return build_facts(make_profile(machine), engine=engine, **kw)
 
 
 def test_pg_memory_formulas():
@@ -21,7 +21,11 @@ def test_pg_memory_formulas():
     assert s["effective_cache_size"] == Bytes(12 * GB)
     assert s["maintenance_work_mem"] == Bytes(1 * GB)
     assert s["wal_buffers"] == Bytes(16 * MB)
-    assert postgres.settings(f(memory_bytes=512 * GB))["maintenance_work_mem"] == Bytes(8 * GB)
+    big = f(machine={"preset": "ssd", "memory_gb": 512})
+    assert postgres.settings(big)["maintenance_work_mem"] == Bytes(8 * GB)
+    # autovacuum: RAM/64 per worker, never more than maintenance_work_mem (PG 17+ uses it all)
+    assert postgres.autovacuum_work_mem(f(memory_bytes=16 * GB))[0] == Bytes(256 * MB)
+    assert postgres.autovacuum_work_mem(big)[0] == Bytes(8 * GB)
 
 
 def test_pg_wal_sizes_by_workload_and_media():
@@ -51,8 +55,14 @@ def test_mysql_dedicated_server_sizing():
     assert mysql.buffer_pool(f("mysql", memory_bytes=32 * GB)) == 24 * GB
     r = mysql.redo(f("mysql", flavour="mysql", version="8.4", cpus=8, memory_bytes=32 * GB))
     assert r == {"innodb_redo_log_capacity": Bytes(4 * GB)}
+    # 8.0.14-8.0.29: 1 GB files, round(pool GB x 0.75) of them (24 GB pool -> 18)
     old = mysql.redo(f("mysql", flavour="mysql", version="8.0.20", memory_bytes=32 * GB))
-    assert old["innodb_log_file_size"] == Bytes(2 * GB)
+    assert old == {"innodb_log_file_size": Bytes(1 * GB), "innodb_log_files_in_group": 18}
+    older = mysql.redo(f("mysql", flavour="mysql", version="8.0.13", memory_bytes=32 * GB))
+    assert older == {"innodb_log_file_size": Bytes(2 * GB), "innodb_log_files_in_group": 2}
+    # 8.0.30+: memory-based capacity, round(0.5625 x 32) = 18 GB
+    mid = mysql.redo(f("mysql", flavour="mysql", version="8.0.36", memory_bytes=32 * GB))
+    assert mid == {"innodb_redo_log_capacity": Bytes(18 * GB)}
     maria = mysql.redo(f("mysql", flavour="mariadb", version="10.11", memory_bytes=32 * GB))
     assert maria == {"innodb_log_file_size": Bytes(6 * GB)}
 

@@ -7,20 +7,10 @@ import os
 
 import pytest
 
-from pmem_advisor.errors import EXIT_FINDINGS, EXIT_USAGE
-from tests.rules.machines import make_profile
+from pmem_advisor.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, EXIT_USAGE
 
 PG_DSN = "host=/var/run/postgresql user=postgres dbname=postgres"
 MY_SOCK = "/run/mysqld/mysqld.sock"
-
-
-@pytest.fixture
-def profile_file(tmp_path):
-    def write(spec="pmem"):
-        p = tmp_path / "probe.json"
-        p.write_text(json.dumps(make_profile(spec)))
-        return str(p)
-    return write
 
 
 def test_recommend_json_shape(run_cli, profile_file):
@@ -32,7 +22,8 @@ def test_recommend_json_shape(run_cli, profile_file):
     s = {x["name"]: x for x in data["settings"]}
     assert set(s["wal_compression"]) >= {"name", "value", "default", "rule", "insights", "reason"}
     assert s["wal_compression"]["value"] == "off" and s["wal_compression"]["insights"] == ["K23-5"]
-    assert all(set(o) == {"rule", "insights", "command", "reason"} for o in data["os_steps"])
+    assert all(set(o) == {"rule", "insights", "command", "reason", "destructive"}
+               for o in data["os_steps"])
 
 
 def test_recommend_writes_a_config_with_reasons(run_cli, profile_file, tmp_path):
@@ -68,7 +59,8 @@ def test_check_config_file(run_cli, profile_file, tmp_path):
     conf.write_text("full_page_writes = off\nwal_compression = on\n")
     code, out, _ = run_cli("check", "--profile", profile_file(), "--db", "postgres",
                            "--config", str(conf), "--data-dir", "/mnt/pmem0/pg")
-    assert code == EXIT_FINDINGS and "PM015" in out and "PM012" in out
+    # CK001 (CHECK's durability gate) supersedes PM015 for full_page_writes=off
+    assert code == EXIT_FINDINGS and ("CK001" in out or "PM015" in out) and "PM012" in out
 
 
 def test_check_config_the_parser_rejects(run_cli, profile_file, tmp_path):
@@ -82,10 +74,11 @@ def test_check_config_the_parser_rejects(run_cli, profile_file, tmp_path):
 def test_check_unreachable_dsn_hides_the_password(run_cli, profile_file):
     code, _, err = run_cli("check", "--profile", profile_file(), "--dsn",
                            "host=/nonexistent user=postgres password=s3cr3t dbname=x")
-    assert code == EXIT_USAGE and "s3cr3t" not in err and err.count("\n") == 1
+    # an unreachable server is an environment problem (exit 3), never a traceback
+    assert code == EXIT_ENVIRONMENT and "s3cr3t" not in err and err.count("\n") == 1
     code, _, err = run_cli("check", "--profile", profile_file(), "--dsn",
                            "mysql://root:s3cr3t@127.0.0.1:1/x")
-    assert code == EXIT_USAGE and "s3cr3t" not in err
+    assert code == EXIT_ENVIRONMENT and "s3cr3t" not in err
 
 
 @pytest.mark.skipif(not os.path.exists("/var/run/postgresql/.s.PGSQL.5432"),

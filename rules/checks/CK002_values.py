@@ -1,0 +1,164 @@
+"""CK002 Every config value within the knob's type, range and enum for the target version.
+
+Anti-pattern: a config the server refuses or silently rewrites: ``max_connections = -5``,
+``innodb_flush_log_at_trx_commit = 7``, ``shared_buffers = 128XB``, a knob the target version
+does not have (``wal_decode_buffer_size`` on PostgreSQL 13), or a name the running server does
+not know. PostgreSQL refuses to start on any of these; MySQL and MariaDB refuse unknown options
+and bad enum values and clamp out-of-range numbers with a warning, so the config no longer says
+what runs.
+
+Recommendation: values inside the range the knob catalog gives (from the servers' manuals and
+``pg_settings``), names the version has. A knob outside the advisor's catalog is reported as
+not checked (info), never a crash; one close to a catalog name is reported as a likely typo.
+
+An option is not always its variable: ``log_bin`` in SYSTEM_VARIABLES is the read-only ON/OFF
+status, but the option ``--log-bin[=name]`` takes the binary log's base name, so
+``log_bin = mysql-bin`` is the normal my.cnf form and passes (any control character still fails).
+
+Sources: PostgreSQL manual §20.1 (setting parameters) and ``pg_settings`` min_val/max_val/
+enumvals; MySQL 8.4 manual §7.1.8 (server system variables) and §19.1.6.4 (``--log-bin=
+file_name``), MariaDB KB "Server system variables" and "Activating the Binary Log" (``log_bin``
+with an optional basename); the knob catalogs in ``knobs/data``.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from pmem_advisor.errors import UnknownKnobError, UsageError
+from pmem_advisor.rules.checks import Check, CheckInput
+from pmem_advisor.rules.model import Finding
+
+# MySQL/MariaDB options whose variable is an ON/OFF status but whose option takes a file name
+# (MySQL 8.4 §19.1.6.4 "--log-bin=file_name"; MariaDB KB "--log-bin[=name]")
+OPTION_TAKES_NAME = {"log_bin": "the binary log's base name"}
+
+
+class KnobValues(Check):
+    id = "CK002"
+    title = "Config values inside each knob's type, range and enum; names the version has"
+    source = "PostgreSQL manual §20.1, pg_settings; MySQL 8.4 manual §7.1.8; MariaDB KB"
+    engines = ("postgres", "mysql")
+
+    def run(self, inp: CheckInput) -> list[Finding]:
+        # a running server's own values passed its checks; only config files are judged here
+        if inp.source != "config" or inp.catalog is None:
+            return []
+        from pmem_advisor.knobs.catalog import KnobNotInVersion
+
+        f = inp.facts
+        title = f"{inp.catalog.title} {inp.catalog.version}"
+        out, unchecked = [], []
+        judged = inp.where or inp.settings  # with --dsn and --config: the file's lines only
+        for name in sorted(judged):
+            text, at = inp.settings[name], inp.at(name)
+            try:
+                knob = inp.catalog.get(name)
+            except KnobNotInVersion as e:
+                out.append(self._refused(inp, name, f"{e.message}{at}"))
+                continue
+            except UnknownKnobError:
+                out += self._unknown(inp, name, at, title, unchecked)
+                continue
+            if not knob.config_file:
+                out.append(self.finding(
+                    "fail", name, f"{name}{at} cannot be set in a config file: it is fixed at "
+                    f"{knob.init_option or 'initialisation'}",
+                    f"remove the line; use {knob.init_option}" if knob.init_option
+                    else "remove the line"))
+                continue
+            try:
+                _parse_option(inp, knob, name, text)
+            except (UsageError, ArithmeticError, ValueError) as e:
+                consequence = ("PostgreSQL refuses to start" if f.pg else
+                               f"{'MariaDB' if f.mariadb else 'MySQL'} refuses it or clamps it "
+                               "with a warning")
+                why = getattr(e, "message", None) or f"{name}: {text!r} is not a usable value"
+                out.append(self.finding(
+                    "fail", name, f"{why}{at}: {consequence}",
+                    f"use a value in {knob.describe_range()}"))
+        if unchecked:
+            out.append(self.finding(
+                "info", "unchecked knobs",
+                f"{len(unchecked)} setting(s) outside the advisor's {title} catalog, not "
+                f"checked: {', '.join(unchecked)}", ""))
+        return out
+
+    def _refused(self, inp: CheckInput, name: str, message: str) -> Finding:
+        if inp.facts.pg:
+            return self.finding("fail", name, f"{message}: PostgreSQL refuses to start",
+                                "remove the line or target a version that has it")
+        if name in inp.loose:
+            return self.finding("warn", name, f"{message}: the server ignores it (loose- "
+                                "prefix), so the setting has no effect",
+                                "remove the line or target a version that has it")
+        return self.finding("fail", name, f"{message}: the server refuses to start with an "
+                            "unknown option", "remove the line or target a version that has it")
+
+    def _unknown(self, inp: CheckInput, name: str, at: str, title: str,
+                 unchecked: list[str]) -> list[Finding]:
+        f = inp.facts
+        if inp.server_names is not None and f.pg and "." not in name:
+            if name not in inp.server_names:
+                close = difflib.get_close_matches(name, sorted(inp.server_names), n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                return [self.finding(
+                    "fail", name, f"the running server does not know the parameter {name}{at}"
+                    f"{hint}: PostgreSQL refuses to start with it", "remove or correct the line")]
+            unchecked.append(name)
+            return []
+        other = _other_flavour_has(inp, name)
+        if other:
+            return [self.finding(
+                "fail", name, f"{name}{at} is a {other} option, not a {title} one: the server "
+                "refuses to start with an unknown option (is the flavour right?)",
+                f"remove it, or check against {other} (--db {other.lower()} --version ...)")]
+        names = list(inp.catalog.names()) + list(inp.catalog.absent)
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.85)
+        if close and close[0] != name:
+            return [self.finding(
+                "warn", name, f"{name}{at} is not a {title} knob the advisor knows; did you "
+                f"mean {close[0]}? A misspelt name stops "
+                f"{'PostgreSQL' if f.pg else 'the server'} from starting",
+                f"check the spelling ({close[0]})")]
+        if f.pg and "." not in name:
+            return [self.finding(
+                "warn", name, f"{name}{at} is not a {title} parameter the advisor knows: "
+                "PostgreSQL refuses to start on an unknown name (only extension parameters, "
+                "with a dot, may be unknown)", "check the name against pg_settings")]
+        unchecked.append(name)
+        return []
+
+
+def _parse_option(inp: CheckInput, knob, name: str, text: str) -> None:
+    """The knob's own parse, or for a name-taking option (log_bin) any file name too."""
+    if inp.facts.mysql and name in OPTION_TAKES_NAME:
+        from pmem_advisor.knobs.catalog import has_control_chars
+
+        try:
+            knob.parse(text)
+            return
+        except UsageError:
+            if text.strip() and not has_control_chars(text):
+                return  # a base name: the option's documented form
+            raise UsageError(f"{name}: {text!r} is neither on/off nor a usable file name "
+                             f"({OPTION_TAKES_NAME[name]})") from None
+    knob.parse(text)
+
+
+def _other_flavour_has(inp: CheckInput, name: str) -> str | None:
+    """'MySQL' or 'MariaDB' when the other flavour's catalog knows a name this one lacks."""
+    f = inp.facts
+    if not f.mysql or name in inp.loose:
+        return None
+    from pmem_advisor.knobs.catalog import load_catalog
+
+    other = "mysql" if f.mariadb else "mariadb"
+    try:
+        cat = load_catalog("mysql", other)
+    except UsageError:
+        return None
+    return cat.title if name in cat or name in cat.absent else None
+
+
+CHECK = KnobValues()

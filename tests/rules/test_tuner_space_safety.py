@@ -1,0 +1,36 @@
+"""Issue 11 #1 reaches the tuner: the catalogs' risky values leave its search space.
+
+MariaDB's doublewrite `fast`/OFF and O_DIRECT_NO_FSYNC (10.11) are durability risks in the
+curated catalogs, so the tuner's space (which reads the catalogs' safety) never searches them
+without --allow-unsafe.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pmem_advisor.knobs.catalog import load_catalog
+from pmem_advisor.tuner.space import KnobSpec, build_space
+
+
+def space_for(version, names, allow_unsafe=False):
+    catalog = load_catalog("mysql", "mariadb", version)
+    specs = {k.name: KnobSpec.from_knob(k) for k in catalog}
+    return build_space(specs, engine="mysql", flavour="mariadb", version=version,
+                       important=names, allow_unsafe=allow_unsafe, max_knobs=20)
+
+
+@pytest.mark.parametrize("version", ["10.11", "11.4"])
+def test_risky_values_are_not_searched(version):
+    space = space_for(version, ["innodb_flush_method", "innodb_doublewrite"])
+    knobs = {k.name: k for k in space.knobs}
+    assert "innodb_doublewrite" not in knobs  # ON is its only safe value: nothing to search
+    if "innodb_flush_method" in knobs:
+        assert "O_DIRECT_NO_FSYNC" not in knobs["innodb_flush_method"].choices
+        assert "nosync" not in knobs["innodb_flush_method"].choices
+
+
+def test_allow_unsafe_searches_them():
+    space = space_for("10.11", ["innodb_flush_method"], allow_unsafe=True)
+    knobs = {k.name: k for k in space.knobs}
+    assert "O_DIRECT_NO_FSYNC" in knobs["innodb_flush_method"].choices
