@@ -15,6 +15,12 @@ from pmem_advisor.probes.reading import ProbeContext
 MEMORY_RESOURCES_ARGV = ["ipmctl", "show", "-memoryresources"]
 REGION_ARGV = ["ipmctl", "show", "-o", "nvmxml", "-region"]
 CAPABILITIES_ARGV = ["ipmctl", "show", "-system", "-capabilities"]
+DIMM_ARGV = ["ipmctl", "show", "-dimm"]
+# ipmctl's HealthState words -> ndctl's health_state words (one vocabulary in the profile).
+# "Non-functional" is a module that no longer answers: as bad as critical for its data.
+HEALTH_WORDS = {"healthy": "ok", "noncritical failure": "non-critical",
+                "critical failure": "critical", "fatal failure": "fatal",
+                "non-functional": "critical"}
 _UNITS = {"B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
 _ABSURD_BYTES = 1 << 60  # more than any platform can hold: a firmware/ipmctl bug
 
@@ -105,6 +111,33 @@ def parse_capabilities(text: str) -> dict:
     return {"current_volatile_mode": kv.get("CurrentVolatileMode")}
 
 
+def parse_dimms(text: str) -> list[dict]:
+    """``show -dimm``: DimmID (the NFIT handle), HealthState and its normalised ``state``.
+
+    Both the v1/v2 pipe table and the ``---DimmID=0x0001---`` key=value blocks of ``-a``.
+    """
+    if re.search(r"^\s*Error:", text, re.MULTILINE):
+        raise IpmctlFormatError(text.strip().splitlines()[-1].strip())
+    rows = parse_table(text)
+    if not rows:
+        rows = []
+        for block in re.split(r"^\s*---(?=DimmID=)", text, flags=re.MULTILINE)[1:]:
+            block = block.replace("---", "\n", 1)
+            rows.append(dict(re.findall(r"^\s*(\w+)=(.*?)\s*$", block, re.MULTILINE)))
+    dimms = []
+    for row in rows:
+        dimm_id = (row.get("DimmID") or "").strip().lower()
+        if not re.fullmatch(r"0x[0-9a-f]+", dimm_id):
+            continue
+        reported = (row.get("HealthState") or "").strip() or None
+        dimms.append({"dimm_id": dimm_id, "health_state": reported,
+                      "state": HEALTH_WORDS.get((reported or "").lower(), "unknown"),
+                      "health_reason": (row.get("HealthStateReason") or "").strip() or None})
+    if not dimms and "DimmID" in text:
+        raise IpmctlFormatError("DimmID header without a readable module row")
+    return dimms  # "No PMem modules in the system.": none, not an error
+
+
 def read_ipmctl(ctx: ProbeContext) -> dict | None:
     """What ipmctl says, or ``None`` when it is not installed. Failures become warnings."""
     facts: dict = {}
@@ -113,6 +146,7 @@ def read_ipmctl(ctx: ProbeContext) -> dict | None:
         ("memory_resources", MEMORY_RESOURCES_ARGV, parse_memory_resources),
         ("regions", REGION_ARGV, parse_regions),
         ("capabilities", CAPABILITIES_ARGV, parse_capabilities),
+        ("dimms", DIMM_ARGV, parse_dimms),
     ):
         result = ctx.access.run(argv)
         if result is None:

@@ -2,7 +2,10 @@
 
 The device of a mount comes from ``/proc/self/mountinfo`` (major:minor, so ``/dev/root`` and
 ``/dev/mapper`` names need no guessing) and is followed through partitions and
-device-mapper/md ``slaves`` to the base disks; the medium is read off the base disk.
+device-mapper/md/LVM ``slaves`` to the base disks (the leaves); the medium is read off the
+leaves. A leaf whose ``rotational`` flag cannot be trusted is marked ``virtual`` with the
+reason (virtio, Xen, Hyper-V/vmbus, NBD, RBD, iSCSI, a cloud NVMe/SCSI volume, an emulated
+QEMU/VMware disk): probes/medium.py measures those instead of believing the flag.
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ PSEUDO_FS = {
 }
 RAM_FS = {"tmpfs", "ramfs"}
 _MAX_DEPTH = 8
+# Models and vendors of block devices that are volumes behind a hypervisor or a network, whatever
+# their bus says (NVMe and SCSI emulations): their rotational flag is the hypervisor's choice.
+_VIRTUAL_MODELS = re.compile(
+    r"Amazon Elastic Block Store|PersistentDisk|nvme_card-pd|Google|MSFT|Microsoft|Virtual|"
+    r"QEMU|VMware|VBOX|Xen|Alibaba|Oracle BlockVolume", re.IGNORECASE)
 
 
 def _unescape(text: str) -> str:
@@ -62,6 +70,7 @@ def _parse_mountinfo(ctx: ProbeContext, text: str) -> list[dict]:
         table.append({
             "device": _unescape(tail[1]), "mountpoint": _unescape(fields[4]),
             "fstype": tail[0], "options": list(dict.fromkeys(options)), "devno": fields[2],
+            "root": _unescape(fields[3]),
         })
     return table
 
@@ -124,7 +133,8 @@ class MediumResolver:
         name = posixpath.basename(disk_dir)
         device = self.access.realpath(f"{disk_dir}/device")
         facts = {"name": name, "medium": "unknown", "transport": None, "dax_capable": None,
-                 "numa_node": None, "emulated_pmem": False, "notes": []}
+                 "numa_node": None, "emulated_pmem": False, "notes": [], "rotational": None,
+                 "virtual": None}
         dax = self.ctx.integer(f"{disk_dir}/queue/dax")
         facts["dax_capable"] = bool(dax) if dax is not None else None
         if re.fullmatch(r"pmem\d+(\.\d+)?s?", name):
@@ -147,14 +157,40 @@ class MediumResolver:
             facts["notes"].append("RAM-backed block device")
         else:
             rotational = self.ctx.integer(f"{disk_dir}/queue/rotational")
+            facts["rotational"] = rotational
             if rotational is not None:
                 facts["medium"] = "hdd" if rotational else "ssd"
+        if facts["medium"] in ("hdd", "ssd", "nvme"):
+            facts["virtual"] = self._virtual(name, disk_dir, device, facts)
+        return self._numa(facts, disk_dir)
+
+    def _virtual(self, name: str, disk_dir: str, device: str, facts: dict) -> str | None:
+        """Why this disk's rotational flag cannot be trusted, or None for a physical disk."""
         if "/virtio" in device:
             facts["transport"] = "virtio"
-            facts["notes"].append(
-                "virtio disk: the medium is the rotational flag the hypervisor reports")
-        elif "/vbd-" in device:
+            return "a virtio disk"
+        if "/vbd-" in device or name.startswith("xvd"):
             facts["transport"] = "xen"
+            return "a Xen disk"
+        if "vmbus" in device.lower():
+            facts["transport"] = "vmbus"
+            return "a Hyper-V disk"
+        if re.fullmatch(r"nbd\d+", name):
+            facts["transport"] = "nbd"
+            return "a network block device (NBD)"
+        if re.fullmatch(r"rbd\d+", name):
+            facts["transport"] = "rbd"
+            return "a Ceph RBD volume"
+        if "/session" in device and "/target" in device:
+            facts["transport"] = "iscsi"
+            return "an iSCSI disk"
+        model = " ".join(x for x in (self.ctx.text(f"{disk_dir}/device/vendor"),
+                                     self.ctx.text(f"{disk_dir}/device/model")) if x)
+        if model and _VIRTUAL_MODELS.search(model):
+            return f"a virtual or cloud volume ({model})"
+        return None
+
+    def _numa(self, facts: dict, disk_dir: str) -> dict:
         node = self.ctx.integer(f"{disk_dir}/device/numa_node")
         if node is None:
             node = self.ctx.integer(f"{disk_dir}/device/device/numa_node")
@@ -174,6 +210,10 @@ class MediumResolver:
             disks = [self.disk_facts(block, depth)]
         first = disks[0]
         notes = [n for d in disks for n in d["notes"]]
+        leaf = next((d for d in disks if d["virtual"]), None)
+        virtual = leaf["virtual"] if leaf else None
+        if leaf and self.access.listdir(f"{block}/slaves"):  # a dm/md/LVM stack: name the leaf
+            virtual = f"{virtual} ({leaf['name']}, under {posixpath.basename(block)})"
         media = {d["medium"] for d in disks}
         if len(media) > 1:
             notes.append(f"spans several media: {sorted(media)}; reporting the first")
@@ -183,6 +223,8 @@ class MediumResolver:
             "numa_node": first["numa_node"],
             "emulated_pmem": any(d["emulated_pmem"] for d in disks),
             "notes": list(dict.fromkeys(notes)),
+            "rotational": first["rotational"], "virtual": virtual,
+            "block_device": posixpath.basename(block),
         }
 
     # -- paths --------------------------------------------------------------------------------
@@ -201,7 +243,8 @@ class MediumResolver:
         entry = {"path": path, "resolved": resolved, "mountpoint": None, "fstype": None,
                  "device": None, "base_device": None, "medium": "unknown", "dax": None,
                  "dax_capable": None, "block_size": None, "numa_node": None,
-                 "emulated_pmem": False, "transport": None, "notes": []}
+                 "emulated_pmem": False, "transport": None, "notes": [], "rotational": None,
+                 "virtual": None, "block_device": None}
         if mount is None:
             self.ctx.warn(f"path {path}: no mount found for it")
             return entry
@@ -215,6 +258,8 @@ class MediumResolver:
             "block_size": self.access.statvfs_bsize(mount["mountpoint"]),
             "numa_node": facts["numa_node"], "emulated_pmem": facts["emulated_pmem"],
             "transport": facts["transport"], "notes": facts["notes"],
+            "rotational": facts.get("rotational"), "virtual": facts.get("virtual"),
+            "block_device": facts.get("block_device"),
         })
         if entry["dax_capable"] and entry["dax"] is None and entry["fstype"] in ("ext4", "xfs"):
             entry["notes"].append("DAX-capable device mounted without a dax option")
@@ -255,5 +300,6 @@ def mounts_summary(resolver: MediumResolver) -> list[dict]:
             "dax": dax_state(mount["options"]),
             "block_size": resolver.access.statvfs_bsize(mount["mountpoint"]),
             "medium": facts["medium"], "base_devices": facts["base_devices"],
+            "medium_source": "filesystem" if facts["medium"] == "tmpfs" else "kernel",
         })
     return result

@@ -13,8 +13,19 @@ import re
 
 from pmem_advisor.probes import pmem_model as pm
 from pmem_advisor.probes.reading import ProbeContext
+from pmem_advisor.probes.sysaccess import loads_strict
 
 NDCTL_ARGV = ["ndctl", "list", "-BDRNv"]
+# Health is a second, separate call: the inventory call stays what captured trees recorded,
+# and a firmware that hangs on the SMART query cannot cost us the inventory.
+HEALTH_ARGV = ["ndctl", "list", "-DH"]
+# ndctl's health_state words (ndctl-list(1), util/json-smart.c); anything else is "unknown".
+HEALTH_STATES = ("ok", "non-critical", "critical", "fatal", "unknown")
+# ndctl's flag_* names for the NFIT state flags -> the kernel's words in nmemX/nfit/flags, so a
+# flag reads the same whichever source saw it.
+NFIT_FLAG_WORDS = {"failed_save": "save_fail", "failed_restore": "restore_fail",
+                   "failed_flush": "flush_fail", "failed_arm": "not_armed",
+                   "failed_map": "map_fail", "smart_event": "smart_event"}
 DAXCTL_ARGV = ["daxctl", "list", "-RD"]
 _UNITS = {"B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40,
           "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
@@ -30,8 +41,8 @@ def load_json(text: str):
     if not text:
         return None
     try:
-        return json.loads(text)
-    except ValueError as e:
+        return loads_strict(text)  # NaN/Infinity are malformed, not numbers
+    except json.JSONDecodeError as e:
         raise NdctlFormatError(f"not JSON ({e.msg} at line {e.lineno})") from e
 
 
@@ -204,3 +215,74 @@ def parse_daxctl(text: str) -> list[dict]:
 
     walk(load_json(text))
     return found
+
+
+def health_from_ndctl(node: dict) -> dict | None:
+    """One DIMM's profile ``health`` from its ``ndctl list -DH`` object (``None``: no health).
+
+    Keeps the state, spares, life used, media temperature, last shutdown and its count; the
+    alarms that are set (``alarm_spares`` ...) and the DIMM's ``flag_*`` (the NFIT state
+    flags ndctl copies, named as the kernel does: ``flag_failed_flush`` -> ``flush_fail``)
+    become ``flags``.
+    """
+    raw = node.get("health")
+    flags = sorted(NFIT_FLAG_WORDS.get(k[5:], k[5:]) for k, v in node.items()
+                   if k.startswith("flag_") and v is True)
+    if not isinstance(raw, dict):
+        return new_health("ndctl", flags=flags) if flags else None
+    state = str(raw.get("health_state") or "unknown").strip().lower()
+    health = new_health("ndctl", state=state if state in HEALTH_STATES else "unknown",
+                        reported=raw.get("health_state"))
+    for key in ("spares_percentage", "life_used_percentage", "temperature_celsius",
+                "shutdown_count"):
+        value = raw.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            health[key] = value
+    if raw.get("shutdown_state") in ("clean", "dirty"):
+        health["shutdown_state"] = raw["shutdown_state"]
+    health["flags"] = sorted({*flags, *(k for k, v in raw.items()
+                                         if k.startswith("alarm_") and v is True
+                                         and not k.startswith("alarm_enabled"))})
+    return health
+
+
+def new_health(source: str, *, state: str = "unknown", reported=None, flags=()) -> dict:
+    """The profile's ``pmem.dimms[].health`` shape, every key present."""
+    return {"state": state, "reported": reported, "source": source,
+            "spares_percentage": None, "life_used_percentage": None,
+            "temperature_celsius": None, "shutdown_state": None, "shutdown_count": None,
+            "flags": list(flags)}
+
+
+def parse_health(text: str) -> dict[str, dict]:
+    """``{nmemX: health}`` from any ``ndctl list`` JSON with DIMMs (``-DH``, ``-BDRNHv``...)."""
+    found: dict[str, dict] = {}
+
+    def walk(node) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif isinstance(node, dict):
+            dev = str(node.get("dev", ""))
+            if dev.startswith("nmem"):
+                health = health_from_ndctl(node)
+                if health is not None:
+                    found[dev] = health
+            for value in node.values():
+                if isinstance(value, list | dict):
+                    walk(value)
+
+    walk(load_json(text))
+    return found
+
+
+def read_ndctl_health(ctx: ProbeContext) -> dict[str, dict]:
+    """DIMM health by name from ``ndctl list -DH``; empty when ndctl or SMART is absent."""
+    result = ctx.command(HEALTH_ARGV)
+    if result is None:
+        return {}
+    try:
+        return parse_health(result.stdout)
+    except NdctlFormatError as e:
+        ctx.warn(f"`{result.source}` output: malformed JSON ({e}); no DIMM health from ndctl")
+        return {}

@@ -68,6 +68,16 @@ def _dimm(ctx: ProbeContext, name: str, path: str) -> dict | None:
     return dimm
 
 
+def nfit_flags(ctx: ProbeContext, name: str) -> list[str] | None:
+    """The kernel's NFIT state flags of DIMM ``name`` (``nmemX/nfit/flags``), ``None`` if absent.
+
+    Words as the kernel prints them: ``save_fail restore_fail flush_fail not_armed smart_event
+    map_fail smart_notify`` (an empty line: none set). Kernels without the file: ``None``.
+    """
+    raw = ctx.text(f"{ND_DEVICES}/{name}/nfit/flags")
+    return None if raw is None else sorted(set(raw.split()))
+
+
 def _region(ctx: ProbeContext, name: str, path: str) -> dict:
     region = pm.new_region(name)
     region["bus"] = _bus_of(path)

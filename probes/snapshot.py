@@ -21,6 +21,7 @@ import zlib
 
 from pmem_advisor import __version__
 from pmem_advisor.errors import InputError, UsageError
+from pmem_advisor.fileio import write_file_safely
 from pmem_advisor.probes.sysaccess import (
     COMMANDS_DIR,
     FACTS_FILE,
@@ -31,6 +32,8 @@ from pmem_advisor.probes.sysaccess import (
 )
 
 SNAPSHOT_SCHEMA = "pmem-advisor.snapshot/1"
+MAX_MEMBERS = 50_000  # a real probe records a few thousand entries
+MAX_BYTES = 64 << 20  # and a few MB of content (sysaccess.MAX_READ per file)
 
 
 def _canonical(access: SysAccess, path: str) -> str:
@@ -89,27 +92,25 @@ def save_snapshot(access: SysAccess, dest: str, profile: dict | None = None) -> 
 
     # A file recorded where a symlink also sits would clash: the symlink wins (the file was
     # read through it and lives at its canonical place too).
-    tmp = dest + ".part"
-    try:
-        with tarfile.open(tmp, "w:gz") as tar:
-            dirs = {posixpath.dirname(p) for p in members}
-            for path in sorted(set(members) | _ancestors(dirs)):
-                kind, data = members.get(path, ("dir", b""))
-                info = tarfile.TarInfo(path)
-                info.mtime = int(time.time())
-                if kind == "dir":
-                    info.type, info.mode = tarfile.DIRTYPE, 0o755
-                    tar.addfile(info)
-                elif kind == "link":
-                    info.type, info.linkname, info.mode = tarfile.SYMTYPE, str(data), 0o777
-                    tar.addfile(info)
-                else:
-                    payload = data if isinstance(data, bytes) else b""
-                    info.size, info.mode = len(payload), 0o444
-                    tar.addfile(info, io.BytesIO(payload))
-        os.replace(tmp, dest)
-    except OSError as e:
-        raise InputError(f"cannot write snapshot {dest}: {e.strerror or e}") from e
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        dirs = {posixpath.dirname(p) for p in members}
+        for path in sorted(set(members) | _ancestors(dirs)):
+            kind, data = members.get(path, ("dir", b""))
+            info = tarfile.TarInfo(path)
+            info.mtime = int(time.time())
+            if kind == "dir":
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            elif kind == "link":
+                info.type, info.linkname, info.mode = tarfile.SYMTYPE, str(data), 0o777
+                tar.addfile(info)
+            else:
+                payload = data if isinstance(data, bytes) else b""
+                info.size, info.mode = len(payload), 0o444
+                tar.addfile(info, io.BytesIO(payload))
+    # O_EXCL temp + fsync + rename, the old snapshot kept as .bak (issue 17 items 3 and 9).
+    write_file_safely(dest, buf.getvalue(), mode=0o600)
     return len(members)
 
 
@@ -122,15 +123,34 @@ def _ancestors(dirs: set[str]) -> set[str]:
     return out
 
 
+def _capped(tar: tarfile.TarFile, path: str):
+    """The archive's members, stopping with InputError past MAX_MEMBERS or MAX_BYTES: a few
+    hundred KB of gzip can expand to gigabytes (issue 17 item 5: 415 KB became 400 MB)."""
+    count = total = 0
+    for member in tar:
+        count += 1
+        total += max(member.size, 0)
+        if count > MAX_MEMBERS or total > MAX_BYTES:
+            raise InputError(
+                f"{path}: snapshot larger than a probe's ({count} files, {total >> 20} MiB "
+                f"so far; limits {MAX_MEMBERS} files, {MAX_BYTES >> 20} MiB): refused")
+        yield member
+
+
 def open_snapshot(path: str) -> SysAccess:
     """Extract a snapshot to a private temporary directory and return access to it."""
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise UsageError(f"snapshot {path} does not exist")
+    if not os.path.isfile(path):
+        raise InputError(f"snapshot {path} is not a regular file")
     workdir = tempfile.mkdtemp(prefix="pmem-advisor-snap-")
     atexit.register(shutil.rmtree, workdir, True)
     try:
         with tarfile.open(path, "r:*") as tar:
-            tar.extractall(workdir, filter="data")
+            tar.extractall(workdir, members=_capped(tar, path), filter="data")
+    except InputError:
+        shutil.rmtree(workdir, True)
+        raise
     except (tarfile.TarError, EOFError, zlib.error, OSError, ValueError) as e:
         shutil.rmtree(workdir, True)
         raise InputError(f"{path}: corrupt or unreadable snapshot ({type(e).__name__}: {e})"

@@ -1,5 +1,9 @@
 """The one door to the machine: every read of /sys, /proc, /dev and every external tool.
 
+Below a root the tree is a jail: symlinks are resolved inside it (absolute targets re-rooted,
+``..`` stops at the root), files are opened one component at a time without following links,
+only regular files are read and none beyond ``MAX_READ`` (issue 17 item 5).
+
 A ``SysAccess`` has a root. ``/`` is the live machine; any other directory (an extracted
 snapshot, a hand-built test tree) stands in for one. Inside a root, the outputs of external
 tools are files under ``<root>/.pmem-advisor/commands/`` and the few facts that are not files
@@ -9,12 +13,14 @@ object can record every read, so a snapshot holds exactly what the probe looked 
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import json
 import os
 import posixpath
 import re
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass, field
 
@@ -24,6 +30,17 @@ FACTS_FILE = f"{META_DIR}/facts.json"
 META_FILE = f"{META_DIR}/meta.json"
 COMMAND_TIMEOUT_S = 10
 _MAX_LINK_HOPS = 40
+MAX_READ = 64 << 20  # no probed file is near this; /dev/zero in a tree is endless
+
+
+def _no_constant(name: str) -> None:
+    raise json.JSONDecodeError(f"{name} is not a number", name, 0)
+
+
+def loads_strict(text: str | bytes) -> object:
+    """JSON as the tools write it: NaN/Infinity (which Python's json accepts and which then
+    crash int()) are malformed input, a ValueError like any other."""
+    return json.loads(text, parse_constant=_no_constant)
 
 
 @dataclass
@@ -69,9 +86,41 @@ class SysAccess:
 
     # -- paths ------------------------------------------------------------------------------
     def host_path(self, path: str) -> str:
-        """The real path on this host for the absolute in-root ``path``."""
+        """The path on this host for the absolute in-root ``path`` (lexical: for the live
+        machine and for names; reads below a root go through ``_jailed``)."""
         path = posixpath.normpath("/" + path.lstrip("/"))
         return path if self.live else self.root + path
+
+    def _jailed(self, path: str, *, follow_last: bool = True) -> str:
+        """The host path of ``path`` with every symlink resolved inside the root: a probed
+        tree is a jail (an absolute target is re-rooted, ``..`` stops at the root)."""
+        if self.live:
+            return self.host_path(path)
+        path = posixpath.normpath("/" + path.lstrip("/"))
+        if follow_last:
+            return self.root + self.realpath(path).rstrip("/") if path != "/" else self.root
+        parent, name = posixpath.split(path)
+        return self.root + posixpath.join(self.realpath(parent), name)
+
+    def _open(self, path: str) -> int:
+        """An fd for reading ``path``: below a root, opened one component at a time without
+        following any link (a link that is still there is a loop, or was swapped in)."""
+        if self.live:
+            return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        resolved = self.realpath(path)
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            parts = [p for p in resolved.split("/") if p]
+            for i, name in enumerate(parts):
+                last = i == len(parts) - 1
+                flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_NONBLOCK if last else os.O_DIRECTORY)
+                nxt = os.open(name, flags, dir_fd=fd)
+                os.close(fd)
+                fd = nxt
+            return fd
+        except BaseException:
+            os.close(fd)
+            raise
 
     def _note_dir(self, path: str, names: list[str] | None = None) -> None:
         """Record a directory (and, once listed, what kind each entry is)."""
@@ -86,11 +135,20 @@ class SysAccess:
                 entries[name] = "dir" if os.path.isdir(host) else "file"
 
     # -- reads ------------------------------------------------------------------------------
-    def read_bytes(self, path: str) -> bytes:
-        """Raw content; raises ``OSError`` (``FileNotFoundError``, ``PermissionError``, ...)."""
-        with open(self.host_path(path), "rb") as f:
-            data = f.read()
-        if self.recording is not None:
+    def read_bytes(self, path: str, *, record: bool = True) -> bytes:
+        """Raw content; raises ``OSError`` (``FileNotFoundError``, ``PermissionError``, a
+        symlink loop, a device or FIFO below a root, a file beyond ``MAX_READ``...)."""
+        with os.fdopen(self._open(path), "rb") as f:
+            if not self.live and not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", path)
+            chunks, size = [], 0
+            while chunk := f.read(1 << 16):  # small reads: procfs refuses a huge buffer
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > MAX_READ:
+                    raise OSError(errno.EFBIG, f"larger than {MAX_READ >> 20} MiB", path)
+            data = b"".join(chunks)
+        if record and self.recording is not None:
             self.recording.files[posixpath.normpath(path)] = data
         return data
 
@@ -98,7 +156,7 @@ class SysAccess:
         return self.read_bytes(path).decode("utf-8", errors="replace")
 
     def exists(self, path: str) -> bool:
-        found = os.path.lexists(self.host_path(path))
+        found = os.path.lexists(self._jailed(path, follow_last=False))
         if found and self.recording is not None:
             if self.is_dir(path):
                 self._note_dir(path)
@@ -107,7 +165,7 @@ class SysAccess:
         return found
 
     def is_dir(self, path: str) -> bool:
-        found = os.path.isdir(self.host_path(path))
+        found = os.path.isdir(self._jailed(path))
         if found:
             self._note_dir(path)
         return found
@@ -115,15 +173,15 @@ class SysAccess:
     def listdir(self, path: str) -> list[str]:
         """Sorted entries of a directory; ``[]`` when it does not exist."""
         try:
-            names = sorted(os.listdir(self.host_path(path)))
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            names = sorted(os.listdir(self._jailed(path)))
+        except OSError:  # missing, not a directory, forbidden, a loop
             return []
         self._note_dir(path, names)
         return names
 
     def readlink(self, path: str) -> str | None:
         try:
-            target = os.readlink(self.host_path(path))
+            target = os.readlink(self._jailed(path, follow_last=False))
         except OSError:
             return None
         if self.recording is not None:
@@ -144,10 +202,10 @@ class SysAccess:
                 resolved = posixpath.dirname(resolved)
                 continue
             candidate = posixpath.join(resolved, name)
-            if os.path.islink(self.host_path(candidate)):
+            if os.path.islink(self.root + candidate if not self.live else candidate):
                 hops += 1
                 target = self.readlink(candidate) if hops <= _MAX_LINK_HOPS else None
-                if target is None:
+                if target is None:  # a loop: left unresolved, so opening it fails (ELOOP)
                     resolved = candidate
                     continue
                 base = "/" if target.startswith("/") else resolved
@@ -180,8 +238,7 @@ class SysAccess:
             self._facts = {}
             if not self.live:
                 try:
-                    with open(self.host_path("/" + FACTS_FILE), encoding="utf-8") as f:
-                        loaded = json.load(f)
+                    loaded = loads_strict(self.read_bytes("/" + FACTS_FILE, record=False))
                     self._facts = loaded if isinstance(loaded, dict) else {}
                 except (OSError, ValueError):
                     self._facts = {}
@@ -197,8 +254,11 @@ class SysAccess:
             if self.recording is not None:
                 self.recording.facts["statvfs"][mountpoint] = {"f_bsize": bsize}
             return bsize
-        entry = self._stored_facts().get("statvfs", {}).get(mountpoint)
+        stored = self._stored_facts().get("statvfs", {})
+        entry = stored.get(mountpoint) if isinstance(stored, dict) else None
         bsize = entry.get("f_bsize") if isinstance(entry, dict) else None
+        if not isinstance(bsize, int) or isinstance(bsize, bool) or bsize <= 0:
+            bsize = None
         if bsize is not None and self.recording is not None:
             self.recording.facts["statvfs"][mountpoint] = {"f_bsize": bsize}
         return bsize
@@ -216,19 +276,23 @@ class SysAccess:
             self.recording.facts["page_size"] = value
         return value
 
+    def _read_optional(self, path: str) -> str | None:
+        try:
+            return self.read_bytes(path, record=False).decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
     # -- external tools -----------------------------------------------------------------------
     def run(self, argv: list[str]) -> CommandResult | None:
         """Run a tool (live) or read its stored output (root). ``None``: the tool is absent."""
         name = command_file_name(argv)
         if not self.live:
-            base = self.host_path(f"/{COMMANDS_DIR}/{name}")
-            try:
-                with open(base + ".out", encoding="utf-8", errors="replace") as f:
-                    stdout = f.read()
-            except OSError:
+            base = f"/{COMMANDS_DIR}/{name}"
+            stdout = self._read_optional(base + ".out")
+            if stdout is None:
                 return None
-            stderr = _read_optional(base + ".err") or ""
-            rc_text = _read_optional(base + ".rc")
+            stderr = self._read_optional(base + ".err") or ""
+            rc_text = self._read_optional(base + ".rc")
             rc = int(rc_text) if rc_text and rc_text.strip().lstrip("-").isdigit() else 0
             stored = CommandResult(argv, rc, stdout, stderr)
             if self.recording is not None:
@@ -249,11 +313,3 @@ class SysAccess:
         if self.recording is not None:
             self.recording.commands[name] = result
         return result
-
-
-def _read_optional(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return None

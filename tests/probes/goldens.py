@@ -15,7 +15,9 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 def probe_machine(name: str, workdir: Path) -> dict:
     """Build machine ``name`` under ``workdir`` and probe it with its ``paths``."""
     root = build(name, workdir / name)
-    profile = probe(SysAccess(str(root), kind="root"), load_description(name).get("paths", []))
+    desc = load_description(name)
+    profile = probe(SysAccess(str(root), kind="root"), desc.get("paths", []),
+                    cgroup=desc.get("probe_cgroup"))
     profile["source"]["root"] = f"<machines/{name}>"  # the temp dir differs on every run
     return profile
 

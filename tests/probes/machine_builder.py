@@ -6,7 +6,11 @@ or a whole captured tree). The sysfs layout follows the kernel: real directories
 ``/sys/devices``, relative symlinks from ``/sys/bus/*/devices``, ``/sys/block``,
 ``/sys/class/block`` and ``/sys/dev/block``; libnvdimm claims (pfn/btt/dax) as children of
 their region with ``N.0`` seeds; ``ndctl list -BDRNv`` JSON is generated in ndctl's own key
-order when ``tools.ndctl: generate``.
+order when ``tools.ndctl: generate``. ``files`` (in-tree path -> content) writes literal files
+such as cgroup interface files (``/sys/fs/cgroup/.../memory.max``) and ``/proc/self/cgroup``;
+``hugepages`` ({size_kb: {total, free, reserved, surplus}}) and ``thp`` (always|madvise|never)
+lay out ``/sys/kernel/mm`` and the ``HugePages_*`` lines of ``/proc/meminfo`` as the kernel
+prints them.
 """
 
 from __future__ import annotations
@@ -72,7 +76,8 @@ def build(name: str, dest: Path) -> Path:
 def _generate(t: Tree, d: dict) -> None:
     t.write("/proc/sys/kernel/hostname", d.get("hostname", "fake"))
     t.write("/proc/sys/kernel/osrelease", d.get("kernel", "5.15.0-91-generic"))
-    t.write("/proc/meminfo", f"MemTotal:       {d['memory_kb']} kB\nMemFree:        1024 kB\n")
+    t.write("/proc/meminfo", f"MemTotal:       {d['memory_kb']} kB\nMemFree:        1024 kB\n"
+            + _meminfo_huge(d))
     if "iomem" in d:
         t.write("/proc/iomem", d["iomem"])
     if "mountinfo" in d:
@@ -90,11 +95,37 @@ def _generate(t: Tree, d: dict) -> None:
         _disk(t, disk)
     if d.get("cxl"):
         _cxl(t, d["cxl"])
+    _hugepages(t, d)
+    for path, text in (d.get("files") or {}).items():
+        t.write(path, "" if text is None else str(text))
     for name, text in (d.get("commands") or {}).items():
         if text == "generate-ndctl":
             t.write(f"/.pmem-advisor/commands/{name}.out", ndctl_json(nd))
         else:
             t.write(f"/.pmem-advisor/commands/{name}.out", text)
+
+
+def _meminfo_huge(d: dict) -> str:
+    """The default pool's lines (the first size given) as /proc/meminfo prints them."""
+    pools = d.get("hugepages") or {}
+    if not pools:
+        return ""
+    size_kb = next(iter(pools))
+    p = pools[size_kb]
+    return (f"HugePages_Total:   {p.get('total', 0):5d}\nHugePages_Free:    {p.get('free', 0):5d}\n"
+            f"HugePages_Rsvd:    {p.get('reserved', 0):5d}\n"
+            f"HugePages_Surp:    {p.get('surplus', 0):5d}\nHugepagesize:       {size_kb} kB\n")
+
+
+def _hugepages(t: Tree, d: dict) -> None:
+    for size_kb, p in (d.get("hugepages") or {}).items():
+        base = f"/sys/kernel/mm/hugepages/hugepages-{size_kb}kB"
+        for file, key in (("nr_hugepages", "total"), ("free_hugepages", "free"),
+                          ("resv_hugepages", "reserved"), ("surplus_hugepages", "surplus")):
+            t.write(f"{base}/{file}", p.get(key, 0))
+    if d.get("thp"):
+        t.write("/sys/kernel/mm/transparent_hugepage/enabled", " ".join(
+            f"[{m}]" if m == d["thp"] else m for m in ("always", "madvise", "never")))
 
 
 def _cpus(t: Tree, c: dict) -> None:
@@ -305,6 +336,9 @@ def _disk(t: Tree, disk: dict) -> None:
         block = f"{device}/block/{name}"
         if disk.get("numa_node") is not None:
             t.write(f"{device}/numa_node", disk["numa_node"])
+        for key in ("model", "vendor"):  # NVMe controllers and SCSI disks name themselves
+            if disk.get(key):
+                t.write(f"{device}/{key}", disk[key])
         t.link(f"{block}/device", device)
         t.write(f"{block}/queue/rotational", disk.get("rotational", 0))
         t.write(f"{block}/queue/dax", 0)

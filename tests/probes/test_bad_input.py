@@ -82,10 +82,10 @@ def test_unreadable_file(machine, monkeypatch):
     access = SysAccess(str(root))
     real = access.read_bytes
 
-    def deny(path):
+    def deny(path, **kw):
         if path == "/proc/iomem":
             raise PermissionError(13, "Permission denied")
-        return real(path)
+        return real(path, **kw)
 
     monkeypatch.setattr(access, "read_bytes", deny)
     p = probe(access, [])
@@ -128,3 +128,97 @@ def test_snapshot_with_escaping_link_is_refused(run_cli, tmp_path):
         tar.addfile(info)
     code, _, err = run_cli("probe", "--root", str(path))
     assert code == EXIT_USAGE and "corrupt" in err
+
+
+# --- issue 17 item 5: a probed tree is a jail ---------------------------------------------------
+
+
+def test_absolute_and_dotdot_links_cannot_leave_the_tree(machine, tmp_path, run_cli):
+    """Failed before the fix: /etc/shadow's content became the profile's hostname, and went
+    into the warnings and the --save snapshot."""
+    import os
+
+    secret = tmp_path / "outside-secret"
+    secret.write_text("root:SECRET-HASH:20228:0:99999:7:::\n")
+    root = machine("interleaved-2s-fsdax")
+    kernel = root / "proc/sys/kernel"
+    kernel.mkdir(parents=True, exist_ok=True)
+    for name in ("hostname", "osrelease"):
+        (kernel / name).unlink(missing_ok=True)
+    (kernel / "hostname").symlink_to(secret)  # absolute: re-rooted inside the tree
+    rel = os.path.relpath(secret, kernel)
+    (kernel / "osrelease").symlink_to(rel)  # ../../../..: stops at the tree's root
+    (root / "proc/meminfo").unlink()
+    (root / "proc/meminfo").symlink_to("/../../../../../../" + str(secret))
+    snap = tmp_path / "snap.tar.gz"
+    code, out, err = run_cli("probe", "--json", "--root", str(root), "--save", str(snap))
+    assert code == 0, err
+    assert "SECRET-HASH" not in out + err
+    import tarfile
+
+    with tarfile.open(snap) as tar:
+        for m in tar.getmembers():
+            if m.isfile():
+                assert b"SECRET-HASH" not in tar.extractfile(m).read(), m.name
+
+
+def test_symlink_loops_devices_and_fifos_are_warnings_not_crashes(machine):
+    import os
+
+    root = machine("interleaved-2s-fsdax")
+    (root / "proc/meminfo").unlink()
+    (root / "proc/meminfo").symlink_to("meminfo2")
+    (root / "proc/meminfo2").symlink_to("meminfo")
+    node = root / "sys/devices/system/node"
+    (node / "node9").symlink_to("node9/../node9")  # a directory loop
+    (root / "proc/cpuinfo").unlink()
+    os.mkfifo(root / "proc/cpuinfo")  # reading would hang
+    (root / "proc/iomem").unlink()
+    (root / "proc/iomem").symlink_to("/dev/zero")  # re-rooted: missing, never endless
+    p = _probe(root)
+    joined = "\n".join(p["warnings"])
+    assert "/proc/meminfo" in joined and "/proc/cpuinfo" in joined
+    assert p["memory"]["total_bytes"] is None
+
+
+def test_snapshot_extraction_is_capped(tmp_path, run_cli, monkeypatch):
+    """Failed before the fix: a 415 KB archive of zeros extracted to 400 MB. The caps are
+    lowered here so the test stays tiny; the code path is the same."""
+    from pmem_advisor.probes import snapshot
+
+    monkeypatch.setattr(snapshot, "MAX_BYTES", 1 << 20)
+    bomb = tmp_path / "bomb.tar.gz"
+    with tarfile.open(bomb, "w:gz") as tar:
+        info = tarfile.TarInfo("proc/meminfo")
+        info.size = 4 << 20
+        tar.addfile(info, io.BytesIO(bytes(info.size)))
+    assert bomb.stat().st_size < 64 << 10
+    code, _, err = run_cli("probe", "--root", str(bomb))
+    assert code == EXIT_USAGE and "larger than a probe's" in err
+    monkeypatch.setattr(snapshot, "MAX_MEMBERS", 10)
+    many = tmp_path / "many.tar.gz"
+    with tarfile.open(many, "w:gz") as tar:
+        for i in range(20):
+            tar.addfile(tarfile.TarInfo(f"proc/f{i}"), io.BytesIO(b""))
+    code, _, err = run_cli("probe", "--root", str(many))
+    assert code == EXIT_USAGE and "20 files" not in err and "limits 10 files" in err
+
+
+def test_save_keeps_the_previous_snapshot_and_refuses_a_planted_link(machine, tmp_path,
+                                                                      run_cli):
+    """Items 3 and 9 for --save: the old snapshot is kept as .bak; a link at the target (or
+    at the old `.part` name) is never written through."""
+    root = machine("interleaved-2s-fsdax")
+    snap = tmp_path / "snap.tar.gz"
+    snap.write_bytes(b"my previous snapshot")
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (tmp_path / "snap.tar.gz.part").symlink_to(victim)
+    code, _, err = run_cli("probe", "--root", str(root), "--save", str(snap))
+    assert code == 0, err
+    assert (tmp_path / "snap.tar.gz.bak").read_bytes() == b"my previous snapshot"
+    assert victim.read_text() == "precious"
+    link = tmp_path / "link.tar.gz"
+    link.symlink_to(victim)
+    code, _, err = run_cli("probe", "--root", str(root), "--save", str(link))
+    assert code == EXIT_USAGE and "symbolic link" in err and victim.read_text() == "precious"

@@ -152,3 +152,76 @@ def test_format_cpulist_is_the_inverse_of_parse():
     assert format_cpulist([8, 0, 1, 2, 3, 10, 11]) == "0-3,8,10-11"
     assert format_cpulist([]) == ""
     assert parse_cpulist(format_cpulist([0, 2, 3, 4, 7])) == [0, 2, 3, 4, 7]
+
+
+# -- DIMM health (issue 11: CK014 needs it) -------------------------------------------------
+def test_ndctl_health_object_alarms_and_nfit_flags():
+    from pmem_advisor.probes.pmem_ndctl import parse_health
+
+    got = parse_health('''{"dimms":[{"dev":"nmem2","handle":4097,"flag_failed_flush":true,
+      "flag_smart_event":true,"health":{"health_state":"critical","temperature_celsius":41.5,
+      "spares_percentage":3,"alarm_temperature":false,"alarm_spares":true,
+      "alarm_enabled_spares":true,"spares_threshold":50,"life_used_percentage":97,
+      "shutdown_state":"dirty","shutdown_count":12}},
+      {"dev":"nmem3","health":{"health_state":"ok","life_used_percentage":0,
+      "shutdown_state":"clean"}}, {"dev":"nmem4","handle":1}]}''')
+    assert set(got) == {"nmem2", "nmem3"}  # no health object and no flag: nothing reported
+    h = got["nmem2"]
+    assert (h["state"], h["source"], h["spares_percentage"], h["life_used_percentage"],
+            h["temperature_celsius"], h["shutdown_state"], h["shutdown_count"]) == (
+        "critical", "ndctl", 3, 97, 41.5, "dirty", 12)
+    # alarm_enabled_* are settings, not alarms; ndctl's flag names become the kernel's words
+    assert h["flags"] == ["alarm_spares", "flush_fail", "smart_event"]
+    assert got["nmem3"]["state"] == "ok" and got["nmem3"]["spares_percentage"] is None
+
+
+def test_ndctl_health_unknown_words_bare_object_and_nan():
+    from pmem_advisor.probes.pmem_ndctl import parse_health
+
+    got = parse_health('{"dev":"nmem0","health":{"health_state":"degraded-ish",'
+                       '"spares_percentage":true}}')
+    assert got["nmem0"]["state"] == "unknown" and got["nmem0"]["reported"] == "degraded-ish"
+    assert got["nmem0"]["spares_percentage"] is None  # a bool is not a percentage
+    assert parse_health("") == {}
+    with pytest.raises(NdctlFormatError):  # json.loads would take NaN and int() crash later
+        parse_health('[{"dev":"nmem0","health":{"spares_percentage":NaN}}]')
+
+
+def test_ipmctl_show_dimm_table_and_key_value_blocks():
+    from pmem_advisor.probes.ipmctl import parse_dimms
+
+    table = ("DimmID | Capacity    | HealthState         | FWVersion\n"
+             "==========================================================\n"
+             "0x0001 | 126.422 GiB | Healthy             | 01.02.00.5444\n"
+             "0x1011 | 126.422 GiB | Critical failure    | 01.02.00.5444\n"
+             "0x1021 | 126.422 GiB | Unmanageable        | 01.02.00.5444\n")
+    got = parse_dimms(table)
+    assert [(d["dimm_id"], d["state"], d["health_state"]) for d in got] == [
+        ("0x0001", "ok", "Healthy"), ("0x1011", "critical", "Critical failure"),
+        ("0x1021", "unknown", "Unmanageable")]
+    blocks = ("---DimmID=0x0001---\n   Capacity=252.454 GiB\n   HealthState=Noncritical failure\n"
+              "   HealthStateReason=Percentage Remaining less than 1%\n"
+              "---DimmID=0x0011---\n   HealthState=Fatal failure\n")
+    got = parse_dimms(blocks)
+    assert [(d["dimm_id"], d["state"]) for d in got] == [("0x0001", "non-critical"),
+                                                          ("0x0011", "fatal")]
+    assert got[0]["health_reason"] == "Percentage Remaining less than 1%"
+    with pytest.raises(IpmctlFormatError):
+        parse_dimms("Error: GetDimmInfo Failed\n")
+    assert parse_dimms("No PMem modules in the system.\n") == []  # not a warning
+
+
+def test_nfit_flags_from_sysfs(tmp_path):
+    from pmem_advisor.probes.pmem_sysfs import nfit_flags
+    from pmem_advisor.probes.reading import ProbeContext
+    from pmem_advisor.probes.sysaccess import SysAccess
+
+    nfit = tmp_path / "sys/bus/nd/devices/nmem0/nfit"
+    nfit.mkdir(parents=True)
+    (nfit / "flags").write_text("smart_notify flush_fail \n")
+    (tmp_path / "sys/bus/nd/devices/nmem1/nfit").mkdir(parents=True)
+    (tmp_path / "sys/bus/nd/devices/nmem1/nfit/flags").write_text("\n")
+    ctx = ProbeContext(SysAccess(str(tmp_path), kind="root"))
+    assert nfit_flags(ctx, "nmem0") == ["flush_fail", "smart_notify"]
+    assert nfit_flags(ctx, "nmem1") == []
+    assert nfit_flags(ctx, "nmem2") is None  # kernels without the file
