@@ -3,6 +3,7 @@ candidate config, golden snapshots, and a registry so nothing outlives the run."
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,10 @@ def create_instance(
     Stale instances of dead earlier runs are reaped first. ``golden_dir`` (optional) is a
     snapshot cache shared between instances; by default snapshots live with the instance.
     """
-    reap_stale()
+    notes: list[str] = []
+    reap_stale(notes)
+    for note in notes:  # what the reaper left alone, and why: the user should know
+        print(f"note: {note}", file=sys.stderr)
     if binary.engine == "postgres":
         from pmem_advisor.instances.postgres import PostgresInstance as cls
     else:

@@ -20,6 +20,7 @@ import tempfile
 import time
 import uuid
 from abc import ABC, abstractmethod
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,9 @@ from pmem_advisor.instances.privileges import (
     server_user,
     usable_bindir,
 )
+from pmem_advisor.instances.trust import trusted_dir
 
-MARKER = ".pmem-advisor-instance"  # names the owning instance inside data/WAL dirs
+MARKER = registry.MARKER  # names the owning instance inside every directory it may remove
 DB_NAME = "bench"  # the database every instance provides for workloads
 _MAX_SOCKET_DIR = 80  # unix socket paths are limited to 107 bytes
 _DISK_FULL = re.compile(r"No space left on device|error 28\b|out of disk space|ENOSPC", re.I)
@@ -56,6 +58,18 @@ def _overlap(a: Path, b: Path) -> bool:
     return a == b or a in b.parents or b in a.parents
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def refuse_control_characters(text: str, what: str) -> None:
+    """Paths and values go into config files line by line: a newline would inject options."""
+    m = _CONTROL.search(text)
+    if m:
+        raise UsageError(f"the {what} {text!r} contains a control character "
+                         f"({m.group(0)!r}); it would break the generated config file",
+                         hint="rename it without newlines, tabs or control characters")
+
+
 def _signal_name(code: int) -> str:
     try:
         return signal.Signals(-code).name
@@ -70,6 +84,7 @@ class Instance(ABC):
     stop_signal = signal.SIGTERM
     start_timeout = 120.0
     stop_timeout = 120.0
+    cgroup: Any = None  # instances.cgroup.MemoryCgroup holding the server to a memory budget
 
     def __init__(
         self,
@@ -102,15 +117,27 @@ class Instance(ABC):
         base = Path(workdir) if workdir is not None else default_workdir()
         base = Path(os.path.abspath(base))
         require_reachable(base, self.user, "work directory")
-        if not base.exists():
-            base.mkdir(parents=True)
-            os.chmod(base, 0o755)
+        base = Path(os.path.realpath(trusted_dir(base, "work directory")))
         self.home = base / self.id
         self.home.mkdir()
         self._remove.append(self.home)
-        hand_over(self.home, self.user)
+        try:
+            registry.write_marker(self.home, self.id)
+            hand_over(self.home, self.user)
+            # Recorded before anything else is made: a SIGKILL from here on leaves a record.
+            self.record = registry.new_record(
+                id=self.id, engine=self.engine, flavour=binary.flavour, version=binary.version,
+                bindir=str(self.bindir), workdir=str(self.home), data_dir=str(self.home),
+                wal_dir=None, socket_dir=str(self.home), remove=[str(self.home)],
+                server_uid=self.user.uid,
+            )
+            registry.save(self.record)
+        except BaseException:
+            self._remove_files()
+            raise
         if data_dir and wal_dir and _overlap(Path(data_dir), Path(wal_dir)):
             self._remove_files()
+            registry.forget(self.id)
             raise UsageError(f"the WAL/redo directory {wal_dir} must lie apart from the data "
                              f"directory {data_dir}")
         try:
@@ -120,30 +147,43 @@ class Instance(ABC):
             self.log_path = self.home / "server.log"
             self.log_path.touch()
             self.golden_dir = Path(golden_dir) if golden_dir else self.home / "golden"
-            self.record = registry.new_record(
-                id=self.id, engine=self.engine, flavour=binary.flavour, version=binary.version,
-                bindir=str(self.bindir), workdir=str(self.home), data_dir=str(self.data_dir),
-                wal_dir=str(self.wal_dir) if self.wal_dir else None,
-                socket_dir=str(self.socket_dir),
-                remove=[str(p) for p in self._remove], empty=[str(p) for p in self._empty],
-            )
-            registry.save(self.record)
+            self._sync_record()
             registry.track(self)
         except BaseException:
             self._remove_files()
+            registry.forget(self.id)
             raise
+
+    def _sync_record(self) -> None:
+        rec = self.record
+        for name in ("data_dir", "wal_dir", "socket_dir"):  # claimed one after the other
+            if hasattr(self, name):
+                value = getattr(self, name)
+                setattr(rec, name, str(value) if value else None)
+        rec.remove = [str(p) for p in self._remove]
+        rec.empty = [str(p) for p in self._empty]
+        registry.save(rec)
+
+    def add_scratch(self, path: str | Path) -> Path:
+        """Put a directory we created (a golden copy, a workload's log dir) in this instance's
+        record: marked now, removed by the next reaper if this process dies."""
+        resolved = registry.add_scratch(self.record, path)
+        if resolved not in self._remove:
+            self._remove.append(resolved)
+        return resolved
 
     # --- directories -----------------------------------------------------------------------
 
     def _claim(self, given: str | Path | None, default: Path | None, what: str) -> Path:
         """Take a directory for the server: new (removed later), empty (emptied later) or a
-        managed instance's leftover (reaped first). Anything else is the user's data: refused."""
+        dead managed instance's (reaped first). Anything else is the user's data: refused."""
         if given is None:
             assert default is not None
             default.mkdir()
             hand_over(default, self.user)
             return default
-        path = Path(os.path.abspath(given))
+        refuse_control_characters(str(given), what)
+        path = Path(os.path.realpath(given))
         require_reachable(path, self.user, what)
         if path.exists() and not path.is_dir():
             raise UsageError(f"the {what} {path} is not a directory")
@@ -156,37 +196,44 @@ class Instance(ABC):
             while not top.parent.exists():
                 top = top.parent
             path.mkdir(parents=True)
+            registry.write_marker(top, self.id)  # removed by initialize() until initdb is done
             self._remove.append(top)
+            self._sync_record()
         hand_over(path, self.user)
         return path
 
     def _take_over_managed(self, path: Path, what: str) -> None:
-        owner = None
-        marker = path / MARKER
-        if marker.is_file():
-            owner = marker.read_text().strip() or "?"
+        """Empty a non-empty directory only when a record of a dead instance names it and the
+        directory still carries that instance's marker (item 4: a stale marker alone, next to
+        the user's files, proves nothing)."""
+        marker = registry.marker_of(path)
         for rec in registry.load_all():
-            if str(path) in (rec.data_dir, rec.wal_dir):
-                owner = rec.id
-                if registry.owner_alive(rec):
-                    raise UsageError(
-                        f"the {what} {path} belongs to the running instance {rec.id} "
-                        f"(owner pid {rec.owner_pid})"
-                    )
+            if str(path) not in (rec.data_dir, rec.wal_dir, *rec.empty, *rec.remove):
+                continue
+            if registry.owner_alive(rec):
+                raise UsageError(
+                    f"the {what} {path} belongs to the running instance {rec.id} "
+                    f"(owner pid {rec.owner_pid})"
+                )
+            if marker == rec.id:
                 registry.reap(rec)
-        if owner is None:
-            raise UsageError(
-                f"the {what} {path} is not empty and not a pmem-advisor instance's; "
-                "refusing to touch data that was not handed over",
-                hint="point it at an empty or new directory",
-            )
-        registry.empty_dir(path)
+                if path.exists():
+                    registry.empty_dir(path)
+                return
+        found = f" (it holds a marker of instance {marker}, but no record of it)" if marker else ""
+        raise UsageError(
+            f"the {what} {path} is not empty and not a dead pmem-advisor instance's{found}; "
+            "refusing to touch data that was not handed over",
+            hint="point it at an empty or new directory, or remove its contents yourself",
+        )
 
     def _make_socket_dir(self) -> Path:
         d = self.home / "sock"
         if len(str(d)) > _MAX_SOCKET_DIR:
             d = Path(tempfile.mkdtemp(prefix="pmemadv-", dir="/tmp"))
+            registry.write_marker(d, self.id)
             self._remove.append(d)
+            self._sync_record()
         else:
             d.mkdir()
         hand_over(d, self.user)
@@ -195,7 +242,7 @@ class Instance(ABC):
     def _mark(self) -> None:
         for d in (self.data_dir, self.wal_dir):
             if d is not None:
-                (d / MARKER).write_text(self.id + "\n")
+                registry.write_marker(d, self.id)
 
     # --- subclass hooks --------------------------------------------------------------------
 
@@ -302,7 +349,8 @@ class Instance(ABC):
         self.config_text = config_text
         self._write_config(config_text)
         offset = self.log_path.stat().st_size
-        with open(self.log_path, "ab") as log:
+        births = self.cgroup.births() if self.cgroup is not None else nullcontext()
+        with open(self.log_path, "ab") as log, births:  # the server is born in its cgroup
             self._proc = subprocess.Popen(
                 self._server_command(), stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, cwd=self.home, env=self.env(),
@@ -313,6 +361,8 @@ class Instance(ABC):
         self.record.server_pid = self._proc.pid
         registry.save(self.record)
         try:
+            if self.cgroup is not None:  # before it forks: its children are born inside
+                self.cgroup.add(self._proc.pid)
             self._wait_ready(offset)
             self._after_start()
         except BaseException:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pmem_advisor.errors import EnvironmentProblem, ServerError, UsageError
+from pmem_advisor.fileio import write_file_safely
 
 if TYPE_CHECKING:
     from pmem_advisor.instances.base import Instance
@@ -76,7 +77,7 @@ def take(inst: Instance, name: str = "golden") -> Path:
             "separate_wal": inst.wal_dir is not None, "created": time.time(),
             "copy_seconds": round(time.monotonic() - started, 3),
         }
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+        write_file_safely(tmp / "meta.json", json.dumps(meta, indent=1), backup=False)
         if target.exists():
             shutil.rmtree(target)
         os.rename(tmp, target)
@@ -96,10 +97,14 @@ def put_back(inst: Instance, name: str = "golden") -> float:
     if not inst.stopped_cleanly and inst.initialized:
         inst._release_crash_resources()  # the data dir that knows about them goes now
     started = time.monotonic()
-    from pmem_advisor.instances.registry import empty_dir
+    from pmem_advisor.instances.registry import MARKER, empty_dir
 
     for part, d in (("data", inst.data_dir), ("wal", inst.wal_dir)):
         if d is not None:
-            empty_dir(d)
+            # the marker stays while the copy runs: a SIGKILL mid-restore leaves a directory
+            # the next reaper may still empty (an unmarked one it must refuse to touch)
+            empty_dir(d, keep=(MARKER,))
+            # nor may the copy bring the marker of the instance that took the snapshot
+            (src / part / MARKER).unlink(missing_ok=True)
             copy_tree(src / part, d)
     return time.monotonic() - started

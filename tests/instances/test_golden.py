@@ -91,3 +91,29 @@ def test_bad_arguments_are_usage_errors():
         create_instance(maria, data_dir="/dev/shm/pmem-advisor-x",
                         wal_dir="/dev/shm/pmem-advisor-x/redo")
     assert not os.path.exists("/dev/shm/pmem-advisor-x")
+
+
+def test_a_restore_killed_mid_copy_leaves_a_directory_the_reaper_may_empty(shm_dir, monkeypatch):
+    """SIGKILL during restore (a loaded machine makes the copy slow): the data directory must
+    still carry its instance's marker, or the next run's reaper rightly refuses to touch it and
+    `tune --resume --data-dir DIR` stops with "not empty" (issue 17 item 7)."""
+    from pmem_advisor.errors import EnvironmentProblem
+    from pmem_advisor.instances import golden, registry
+
+    data = shm_dir / "killed-restore"
+    with create_instance(find_server("pg-debian"), data_dir=data) as inst:
+        inst.initialize()
+        inst.snapshot("golden")
+
+        # the snapshot may come from another instance (the tuner's loader): its marker
+        (golden.location(inst, "golden") / "data" / registry.MARKER).write_text("po18-other\n")
+
+        def killed(src, dst):  # the copy stops halfway, as at a SIGKILL
+            golden.shutil.copy2(src / registry.MARKER, dst / registry.MARKER) \
+                if (src / registry.MARKER).exists() else None
+            raise EnvironmentProblem("copy interrupted")
+
+        monkeypatch.setattr(golden, "copy_tree", killed)
+        with pytest.raises(EnvironmentProblem):
+            inst.restore("golden")
+        assert registry.marker_of(data) == inst.id

@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pmem_advisor.errors import UsageError
 from pmem_advisor.instances import create_instance, registry
 from pmem_advisor.instances.base import MARKER
 from tests.instances.conftest import find_server
@@ -95,29 +96,65 @@ def test_reaper_leaves_live_owners_alone(pg_version):
     assert not inst.home.exists()
 
 
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
 def test_left_over_managed_data_dir_is_taken_over(pg_version, shm_dir):
-    """A --data-dir holding a managed instance's leftovers (its marker names a run that is
-    gone) is emptied and reused; the directory itself is the user's and is kept."""
+    """A --data-dir named by the record of a dead run and still carrying that record's marker
+    is emptied and reused; the directory itself is the user's and is kept."""
     data = shm_dir / "reused-data"
     data.mkdir()
     (data / MARKER).write_text("po15-0123456789\n")
     (data / "PG_VERSION").write_text("15\n")
+    rec = registry.new_record(
+        id="po15-0123456789", engine="postgres", flavour="postgresql", version="15",
+        bindir="/usr/lib/postgresql/15/bin", workdir=str(shm_dir / "gone"),
+        data_dir=str(data), wal_dir=None, socket_dir=str(shm_dir / "gone"), empty=[str(data)],
+        owner_pid=_dead_pid())
+    registry.save(rec)
     with create_instance(find_server("pg-debian"), data_dir=data) as inst:
         inst.initialize()
         inst.start()
         assert inst.settings()["data_directory"] == str(data)
     assert data.is_dir() and not any(data.iterdir())
+    assert rec.id not in [r.id for r in registry.load_all()]
     data.rmdir()
+
+
+def test_a_stale_marker_next_to_the_users_files_is_not_wiped_or_chowned(pg_version, shm_dir):
+    """Issue 17 item 4. Failed before the fix: the marker alone made `--data-dir DIR` empty the
+    directory (the user's files were gone) and hand it to the server user."""
+    data = shm_dir / "users-data"
+    data.mkdir()
+    (data / MARKER).write_text("po15-0123456789\n")
+    (data / "thesis.tex").write_text("years of work\n")
+    owner = data.stat().st_uid
+    with pytest.raises(UsageError, match="not empty") as e:
+        create_instance(find_server("pg-debian"), data_dir=data)
+    assert "no record" in str(e.value)
+    assert (data / "thesis.tex").read_text() == "years of work\n"
+    assert data.stat().st_uid == owner
+
+
+def test_a_newline_in_a_data_dir_is_refused(pg_version, shm_dir):
+    """Issue 17 item 11 (config injection): a newline in --data-dir would add option lines to
+    the generated my.cnf (and postgresql's --waldir); refused before anything is made."""
+    with pytest.raises(UsageError, match="control character"):
+        create_instance(find_server("pg-debian"), data_dir=shm_dir / "x\ninnodb_x=1")
+    assert not [p for p in shm_dir.iterdir() if p.name.startswith("x")]
 
 
 def test_cli_lists_and_reaps(run_cli, pg_version):
     with create_instance(find_server("pg-debian")) as inst:
         code, out, _ = run_cli("instances", "list", "--json")
         assert code == 0
-        rows = {r["id"]: r for r in json.loads(out)}
+        rows = {r["id"]: r for r in json.loads(out)["instances"]}
         assert rows[inst.id]["state"] == "live" and rows[inst.id]["owner_pid"] == os.getpid()
         code, out, _ = run_cli("instances", "reap", "--json")
-        assert code == 0 and inst.id not in json.loads(out)
+        assert code == 0 and inst.id not in json.loads(out)["reaped"]
         code, out, err = run_cli("instances", "list")
         assert code == 0 and inst.id in out
     code, out, _ = run_cli("instances", "list", "--json")
