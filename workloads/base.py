@@ -149,6 +149,25 @@ class Workload(ABC):
     scale_help: str = ""
     option_names: tuple[str, ...] = ()
     data_option_names: tuple[str, ...] = ()  # options that shape the loaded data
+    # Bytes on disk (tables + indexes) one scale unit loads; None = unknown (a user's script).
+    # Used to size the data at least as large as the memory being tuned.
+    bytes_per_scale: int | None = None
+    scratch_dir: str | None = None  # where run logs go (the tuner's recorded scratch)
+    # Scale units each client needs to avoid measuring lock contention on shared rows
+    # (pgbench: one branch row per scale unit, updated by every transaction).
+    scale_per_client: int = 0
+
+    def data_bytes(self, scale: int) -> int | None:
+        """Approximate size of the data ``load(scale)`` creates."""
+        per = self.bytes_per_scale
+        return None if per is None else int(per * scale)
+
+    def scale_for_bytes(self, nbytes: int) -> int | None:
+        """The smallest scale whose data is at least ``nbytes``; None when unknown."""
+        per = self.bytes_per_scale
+        if per is None or per <= 0:
+            return None
+        return max(1, -(-int(nbytes) // int(per)))
 
     def __init__(self, **options: Any) -> None:
         unknown = sorted(set(options) - set(self.option_names) - {"scale"})

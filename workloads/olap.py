@@ -133,6 +133,7 @@ class OlapTpchLite(Workload):
     unit = "queries"
     write_heavy = False
     scale_help = "hundredths of the TPC-H scale factor (1 = 15k orders, ~60k lines)"
+    bytes_per_scale = 15 << 20  # module docstring: S=1 ~ 15 MB
 
     def load(self, conn: ConnInfo, scale: int) -> None:
         self.check_engine(conn)

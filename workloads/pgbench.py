@@ -117,6 +117,9 @@ def parse_transaction_logs(paths: list[Path]) -> dict[str, Any]:
 class PgbenchWorkload(Workload):
     engines = ("postgres",)
     scale_help = "pgbench scale factor (100k accounts each, ~15 MB)"
+    # pgbench -i: 100,000 pgbench_accounts rows (~13 MB) + primary key (~2.2 MB) per unit
+    bytes_per_scale = 16 << 20
+    scale_per_client = 1  # every TPC-B transaction updates one of `scale` branch rows
     builtin: str | None = None
 
     def script_args(self) -> list[str]:
@@ -148,7 +151,8 @@ class PgbenchWorkload(Workload):
             self._pgbench(conn, [*common, "-T", str(warm)], what=f"{self.name} warm-up",
                           timeout=warm + 120)
         measure = max(1, math.ceil(duration))
-        with tempfile.TemporaryDirectory(prefix="pmem-advisor-pgbench-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="pmem-advisor-pgbench-",
+                                         dir=self.scratch_dir) as tmp:
             proc = self._pgbench(
                 conn,
                 [*common, "-T", str(measure), "--log", "--log-prefix", f"{tmp}/txn"],
@@ -201,6 +205,9 @@ class PgbenchCustom(PgbenchWorkload):
         self.setup = Path(options["setup"]) if options.get("setup") else None
         if self.setup and not self.setup.is_file():
             raise UsageError(f"setup file {self.setup} does not exist")
+        self.scale_per_client = 0  # a user's script: which rows it shares is unknown
+        if self.setup:
+            self.bytes_per_scale = None  # the user's own tables: size unknown
 
     def script_args(self) -> list[str]:
         return ["-f", str(self.script.resolve())]

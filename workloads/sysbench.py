@@ -198,11 +198,19 @@ class SysbenchWorkload(Workload):
         )
 
 
+ROW_BYTES = 240  # one sbtest row with its share of the primary and k indexes, on disk
+
+
 class SysbenchOltp(SysbenchWorkload):
     """sysbench's own oltp_* scripts; scale = thousands of rows per table."""
 
     option_names = data_option_names = ("tables",)
     scale_help = "thousands of rows in each of --tables tables (default 4 tables)"
+
+    @property
+    def bytes_per_scale(self) -> int:  # type: ignore[override]
+        # 1000 sbtest rows of ~190 bytes in InnoDB/heap pages plus the k index: ~240 kB
+        return int(self.options.get("tables", 4)) * ROW_BYTES * 1000
 
     def script_args(self, scale: int) -> list[str]:
         tables = int(self.options.get("tables", 4))

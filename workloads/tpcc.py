@@ -14,6 +14,7 @@ from pmem_advisor.workloads.sysbench import SysbenchWorkload
 
 TPCC_ITEMS = 100_000
 TPCC_CUSTOMERS = 3_000
+WAREHOUSE_BYTES = 100 << 20  # ~100 MB per warehouse at density 1 (stock and customer rows)
 
 
 class Tpcc(SysbenchWorkload):
@@ -29,6 +30,10 @@ class Tpcc(SysbenchWorkload):
         if not 0 < density <= 1:
             raise UsageError(f"tpcc density must be in (0, 1], got {density}")
         return density
+
+    @property
+    def bytes_per_scale(self) -> int:  # type: ignore[override]
+        return int(WAREHOUSE_BYTES * self._density())  # one warehouse, at this density
 
     def script_args(self, scale: int) -> list[str]:
         d = self._density()

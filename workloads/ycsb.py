@@ -23,6 +23,7 @@ class Ycsb(SysbenchWorkload):
     kind = "kv"
     unit = "operations"
     scale_help = "thousands of 1 KB records"
+    bytes_per_scale = 1000 * 1200  # 1 KB of fields + key and page overhead per record
     mix: tuple[float, float, float] = (0.5, 0.5, 0.0)
 
     def script_args(self, scale: int) -> list[str]:

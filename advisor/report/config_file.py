@@ -35,22 +35,15 @@ def render_value(catalog: Any, name: str, value: Any) -> str:
     return str(value)
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 def render_config(engine: str, lines: list[Line], *, catalog: Any = None,
                   header: list[str] | None = None) -> str:
-    """The config text; each setting carries its reason as a trailing comment line above."""
-    out = [f"# {_one_line(h)}" for h in header or []]
-    if engine == "mysql":
-        out.append("[mysqld]")
-    for line in lines:
-        text = render_value(catalog, line.name, line.value)
-        if line.reason:
-            out.append(f"# {_one_line(line.reason)}")
-        if engine == "postgres":
-            out.append(f"{line.name} = '{text.replace(chr(39), chr(39) * 2)}'")
-        else:
-            out.append(f"{line.name} = {text}")
-    return "\n".join(out) + "\n"
+    """The tuned or trial config through the one emitter (knobs.emit), so it has the same
+    quoting, per-line reasons and control-character guard as `recommend` and `config render`;
+    ``header`` lines become its notes."""
+    from pmem_advisor.knobs.emit import Header, Setting, emit_config
+
+    head = Header(flavour=getattr(catalog, "flavour", "") or "",
+                  version=str(getattr(catalog, "version", "") or ""),
+                  notes=tuple(header or ()))
+    settings = [Setting(line.name, line.value, line.reason) for line in lines]
+    return emit_config(engine, settings, head, catalog=catalog).text

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pmem_advisor.errors import AdvisorError
-from pmem_advisor.report.config_file import load_catalog_or_none, render_value
-
-
-def _render(catalog: Any, name: str, value: Any) -> str:
-    try:
-        return render_value(catalog, name, value)
-    except AdvisorError:  # a value the catalog cannot render: show it as stored
-        return str(value)
+from pmem_advisor.report.describe import (
+    caveat_lines,
+    dashboard_line,
+    emitted_line,
+    end_line,
+    failure_lines,
+    hardware_lines,
+    target_lines,
+    verdict_line,
+)
 
 
 def fmt(v: Any, spec: str = ".1f") -> str:
@@ -20,74 +21,126 @@ def fmt(v: Any, spec: str = ".1f") -> str:
 
 
 def gain(g: dict | None, *, words: bool = False) -> str:
-    """'+4.1% [-2.0%, +9.8%]' for tables; with ``words``, '+4.1% (95% CI -2.0% .. +9.8%)'
-    for config-file headers."""
+    """'+4.1% [-2.0%, +9.8%]' for tables; with ``words``, '+4.1% (99.2% CI -2.0% .. +9.8%)'.
+    The interval is at the level the verdict's test used (after its correction)."""
     if not g or g.get("gain_pct") is None:
         return "n/a"
     text = f"{g['gain_pct']:+.1f}%"
     if g.get("ci_low_pct") is not None:
         low, high = f"{g['ci_low_pct']:+.1f}%", f"{g['ci_high_pct']:+.1f}%"
-        text += f" (95% CI {low} .. {high})" if words else f" [{low}, {high}]"
+        level = f"{100 * g.get('confidence', 0.95):.1f}% CI"
+        text += f" ({level} {low} .. {high})" if words else f" [{low}, {high}]"
+        if g.get("decision") == "none":
+            text += " n.s."
     return text
 
 
+HEADERS = ["config", "trial", "throughput (tps)", "p95 (ms)", "p99 (ms)", "runs", "spread",
+           "vs defaults", "vs rules-only"]
+KNOB_HEADERS = ["knob", "default", "rules", "tuned", "emitted", "unit", "reason"]
+
+
 def comparison_rows(summary: dict[str, Any]) -> list[list[str]]:
-    """default / rules-only / tuned: trial, throughput, p95, p99, runs, spread, gain."""
-    rows = []
+    """defaults / rules-only / tuned: medians of the re-measured runs, spread, the verdict's
+    gains (n.s. = not significant)."""
+    comps = (summary.get("verdict") or {}).get("comparisons") or {}
     b = summary["baselines"]
-    for label, e, g in (("server defaults", b.get("default"), None),
-                        ("rules only", b.get("rules"), summary.get("rules_gain_vs_default")),
-                        ("tuned (best)", summary.get("best"), summary.get("gain_vs_default"))):
+    emit = (summary.get("best") or {}).get("role")
+    rows = []
+    for role, label, e in (("default", "server defaults", b.get("default")),
+                           ("rules", "rules only", b.get("rules")),
+                           ("tuned", "tuned (best search trial)", summary.get("tuned"))):
+        label += " (emitted)" if role == emit else ""
         if not e or e.get("trial") is None:
-            rows.append([label, "-", "n/a", "n/a", "n/a", "-", "n/a"])
+            rows.append([label, "-", "n/a", "n/a", "n/a", "n/a", "-", "-", "-"])
             continue
+        runs = f"{e.get('runs', 1)}" + ("" if e.get("repeated") else " (search run only)")
         rows.append([label, str(e["trial"]), fmt(e.get("throughput_tps")),
                      fmt(e.get("latency_p95_ms"), ".2f"), fmt(e.get("latency_p99_ms"), ".2f"),
-                     str(e.get("runs", 1)), fmt(e.get("spread_pct")) + "%" if e.get(
-                         "spread_pct") is not None else "n/a",
-                     gain(g) if g else "-"])
+                     runs, fmt(e.get("spread_pct")) + "%" if e.get("spread_pct") is not None
+                     else "n/a",
+                     gain(comps.get(f"{role}_vs_default")) if role != "default" else "-",
+                     gain(comps.get("tuned_vs_rules")) if role == "tuned" else "-"])
     return rows
 
 
-HEADERS = ["config", "trial", "throughput (tps)", "p95 (ms)", "p99 (ms)", "runs", "spread",
-           "gain vs defaults"]
+def knob_table_rows(summary: dict[str, Any]) -> list[list[str]]:
+    return [[str(r[h]) for h in KNOB_HEADERS] for r in summary.get("knobs") or []]
+
+
+def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    def cell(c: str) -> str:
+        return c.replace("|", "\\|")
+
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers),
+            *("| " + " | ".join(cell(c) for c in r) + " |" for r in rows)]
+
+
+def method_text(summary: dict[str, Any]) -> str:
+    plan = (summary.get("verdict") or {}).get("plan") or {}
+    if not plan:
+        return "No repeated runs: the final comparison did not run."
+    return (f"Runs: interleaved rounds (tuned, rules-only, defaults, repeated), at most "
+            f"{plan.get('max_rounds')}, looks after rounds {plan.get('looks')}; exact "
+            f"permutation test (Mann-Whitney U) at alpha {plan.get('alpha')} "
+            f"Bonferroni-corrected over looks x {plan.get('comparisons')} comparisons "
+            f"({plan.get('alpha_per_test', 0):.4f} per test); intervals: bootstrap of the "
+            "ratio of medians at the same level. The search's single runs are not used: the "
+            "best of many single runs is the luckiest.")
 
 
 def render_markdown(summary: dict[str, Any]) -> str:
     s = summary
+    v = s.get("verdict") or {}
     lines = [
         f"# pmem-advisor tune: {s['flavour']} {s['version']}, workload {s['workload']}",
         "",
         f"Objective: {s['objective']}"
         + (f", p95 latency SLO {s['latency_slo_ms']} ms" if s.get("latency_slo_ms") else "")
         + f". Study `{s['study']}`: {s['trials_completed']} trials measured, "
-        f"{s['trials_failed']} failed, {s.get('trials_infeasible', 0)} over the SLO.",
+        f"{s['trials_failed']} failed in the search, {s.get('runs_failed', 0)} failed runs in "
+        f"all, {s.get('trials_infeasible', 0)} over the SLO.",
         "",
-        "| " + " | ".join(HEADERS) + " |",
-        "|" + "---|" * len(HEADERS),
+        "## Verdict",
+        "",
+        f"**{verdict_line(s).removeprefix('verdict: ')}**",
+        "",
+        emitted_line(s).replace("emitted:", "Emitted:", 1) + ".",
+        "",
+        method_text(s) + (f" Stopped after round {v['rounds']} of "
+                          f"{(v.get('plan') or {}).get('max_rounds')}."
+                          if v.get("rounds") else ""),
+        "",
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in comparison_rows(s)]
-    lines += [
-        "",
-        f"Tuned vs server defaults: {gain(s.get('gain_vs_default'))}; "
-        f"tuned vs rules only: {gain(s.get('gain_vs_rules'))} "
-        "(ratios of medians of repeated runs; 95% bootstrap intervals).",
-        f"Run-to-run spread (coefficient of variation): {fmt(s.get('spread_pct'))}%.",
-        "",
-    ]
+    lines += _md_table(HEADERS, comparison_rows(s))
+    lines.append("")
+    if dashboard_line(s):
+        lines += [dashboard_line(s).capitalize() + ".", ""]
+    if end_line(s):
+        lines += [end_line(s).capitalize() + ".", ""]
+    for c in caveat_lines(s):
+        lines += [f"> **Caveat:** {c}", ""]
     if s.get("config_file"):
-        lines += [f"Best config: `{s['config_file']}`.", ""]
-    if s.get("best"):
-        lines += ["## Best parameters", ""]
-        catalog = load_catalog_or_none(s.get("engine", ""), s.get("flavour"), s.get("version"))
-        lines += [f"- `{k}` = `{_render(catalog, k, v)}`" for k, v in s["best"]["params"].items()]
+        lines += ["## The config", "", f"`{s['config_file']}`", ""]
+        lines += [f"- {n}" for n in (s.get("gate") or {}).get("notes") or []]
+        lines += ["```", *[ln for ln in s.get("apply") or []], "```", ""]
+    if s.get("knobs"):
+        lines += ["## Knobs: default, rules, tuned, emitted", ""]
+        lines += _md_table(KNOB_HEADERS, knob_table_rows(s))
         lines.append("")
     if s.get("importance"):
-        lines += ["## Knob importance (fANOVA)", ""]
-        lines += [f"- `{k}`: {v:.3f}" for k, v in s["importance"].items()]
+        lines += ["## Knob importance (fANOVA over the measured trials)", ""]
+        lines += [f"- `{k}`: {imp:.3f}" for k, imp in s["importance"].items()]
         lines.append("")
     if s.get("failures"):
-        lines += ["## Failed trials", ""]
-        lines += [f"- trial {f['trial']}: {f['reason']}" for f in s["failures"]]
+        lines += ["## Failed runs", ""]
+        lines += [f"- {f}" for f in failure_lines(s)]
         lines.append("")
+    if target_lines(s):
+        lines += ["## Production target and data", ""]
+        lines += [f"- {t}" for t in target_lines(s)]
+        lines.append("")
+    lines += ["## Hardware", ""]
+    lines += [f"- {h}" for h in hardware_lines(s.get("profile"), s.get("meta"))]
+    lines.append("")
     return "\n".join(lines)

@@ -41,9 +41,13 @@ class Limits:
 
     memory_bytes: int
     disk_free_bytes: int | None = None
+    # Room for one global buffer (shared_buffers, the buffer pool) once the production
+    # connections' worst-case memory is set aside; None = not known (3/4 of the budget).
+    shared_room_bytes: int | None = None
 
     @classmethod
-    def for_host(cls, memory_bytes: int | None = None, data_path: str | None = None) -> Limits:
+    def for_host(cls, memory_bytes: int | None = None, data_path: str | None = None,
+                 shared_room_bytes: int | None = None) -> Limits:
         mem = memory_bytes or _host_memory()
         free = None
         if data_path:
@@ -51,7 +55,7 @@ class Limits:
             while probe and not os.path.exists(probe):  # the data dir may not exist yet
                 probe = os.path.dirname(probe.rstrip("/")) or "/"
             free = shutil.disk_usage(probe).free
-        return cls(mem, free)
+        return cls(mem, free, shared_room_bytes)
 
     def floor(self, spec: Any) -> float | None:
         """The smallest value worth searching: a memory knob far below its default only
@@ -78,9 +82,12 @@ class Limits:
             category = getattr(spec, "category", "") or ""
             if category == "memory":
                 default_bytes = (spec.default or 0) * per_unit
-                share = (PER_OPERATION_SHARE if 0 < default_bytes < PER_OPERATION_DEFAULT_MAX
-                         else MEMORY_SHARE)
-                return self.memory_bytes * share / per_unit
+                if 0 < default_bytes < PER_OPERATION_DEFAULT_MAX:
+                    return self.memory_bytes * PER_OPERATION_SHARE / per_unit
+                room = self.memory_bytes * MEMORY_SHARE
+                if self.shared_room_bytes is not None:
+                    room = min(room, max(self.shared_room_bytes, 0))
+                return room / per_unit
             if category in ("wal", "checkpoint"):
                 room = LOG_MAX_BYTES
                 if self.disk_free_bytes is not None:

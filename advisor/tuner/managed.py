@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,10 @@ from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 
 GOLDEN = "golden"
 LOG_LINES = 12
+SCRATCH_PREFIX = "pmem-advisor-tune-"
+# The benchmark's own needs, applied to trials only (never to the tuned file): enough
+# connections for --clients plus the reserve (superuser_reserved_connections, tools).
+BENCH_RESERVED_CONNECTIONS = 10
 
 
 def _reason(e: Exception, log_tail: str = "") -> str:
@@ -46,6 +51,7 @@ class ManagedEvaluator(Evaluator):
         wal_dir: str | Path | None = None,
         workdir: str | Path | None = None,
         catalog: Any = None,
+        cgroup: Any = None,  # instances.cgroup.MemoryCgroup: every server runs inside it
     ) -> None:
         self.binary, self.workload = binary, workload
         self.engine, self.flavour, self.version = binary.engine, binary.flavour, binary.version
@@ -53,12 +59,38 @@ class ManagedEvaluator(Evaluator):
         self.duration, self.warmup = duration, warmup
         self.data_dir, self.wal_dir, self.workdir = data_dir, wal_dir, workdir
         self.catalog = catalog
+        self.cgroup = cgroup
         root = Path(workdir) if workdir else Path(tempfile.gettempdir())
-        self.golden_dir = root / f"pmem-advisor-golden-{uuid.uuid4().hex[:8]}"
+        # One scratch root per run (golden copies, load-generator logs), recorded in the
+        # instance registry so that the next reaper removes it if this process is SIGKILLed.
+        self.scratch = root / f"{SCRATCH_PREFIX}{uuid.uuid4().hex[:8]}"
+        self.golden_dir = self.scratch / "golden"
+        self._scratch_record: Any = None
         self._inst: Any = None
         self._inst_key: tuple | None = None
         self._loaded: set[tuple] = set()
         self.initialisations = 0  # how many golden copies were built (cost accounting)
+        self.on_phase: Callable[..., None] | None = None  # (name, expected_s, then) for display
+
+    def _phase(self, name: str, expected_s: float | None = None, then: str | None = None
+               ) -> None:
+        if self.on_phase is not None:
+            self.on_phase(name, expected_s, then)
+
+    def _make_scratch(self) -> None:
+        """Create the scratch root, recorded (with its marker) before anything goes in."""
+        if self._scratch_record is not None:
+            return
+        from pmem_advisor.instances import registry
+
+        self._scratch_record = registry.register_scratch(
+            self.scratch, what="tune scratch: golden copies and load-generator logs")
+        # Live in this process: the reaper that every create_instance runs skips it (without
+        # this it reaped our own scratch mid-run), and atexit/SIGHUP remove it.
+        registry.track(_Scratch(self._scratch_record))
+        logs = self.scratch / "logs"
+        logs.mkdir(mode=0o700)
+        self.workload.scratch_dir = str(logs)
 
     # -- one server per golden copy ------------------------------------------------------------
     def _drop_instance(self) -> None:
@@ -74,26 +106,49 @@ class ManagedEvaluator(Evaluator):
         if self._inst is not None and self._inst_key != key:
             self._drop_instance()
         if self._inst is None:
+            self._make_scratch()
             self.golden_dir.mkdir(parents=True, exist_ok=True)
             self._inst = create_instance(
                 self.binary, self.workdir, data_dir=self.data_dir, wal_dir=self.wal_dir,
                 init_settings=dict(config.init_params), golden_dir=self.golden_dir,
             )
+            self._inst.cgroup = self.cgroup  # the production memory budget, enforced
             self._inst_key = key
         inst = self._inst
         if inst.has_snapshot(GOLDEN):
+            self._phase("restore")
             inst.restore(GOLDEN)
             return inst
+        self._phase("initialise and load (once per golden copy)")
         inst.initialize()
         self.initialisations += 1
         inst.start("")
         self.workload.load(inst.conninfo, self.scale)
         inst.snapshot(GOLDEN)  # stops the server cleanly
+        self._phase("restore")
         inst.restore(GOLDEN)
         return inst
 
+    def bench_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The trial's params plus what the benchmark itself needs (never in the tuned file):
+        max_connections raised to the clients plus the reserve when the config has fewer."""
+        out = dict(params)
+        need = self.clients + BENCH_RESERVED_CONNECTIONS
+        current = out.get("max_connections")
+        if current is None:
+            default = None
+            if self.catalog is not None:
+                try:
+                    default = self.catalog.get("max_connections").default
+                except Exception:  # noqa: BLE001 - a catalog without it: set what we need
+                    default = None
+            current = default
+        if not isinstance(current, (int, float)) or current < need:
+            out["max_connections"] = need
+        return out
+
     def config_text(self, config: TrialConfig) -> str:
-        lines = [Line(n, v) for n, v in config.params.items()]
+        lines = [Line(n, v) for n, v in self.bench_params(config.params).items()]
         return render_config(self.engine, lines, catalog=self.catalog,
                              header=["pmem-advisor tune: trial config"])
 
@@ -121,12 +176,18 @@ class ManagedEvaluator(Evaluator):
             return Measurement(ok=False, failure=str(e))
         logs_before = _log_sizes(inst)
         try:
+            self._phase("start")
             inst.start(text)
             if _log_sizes(inst) != logs_before:
+                self._phase("settle the resized redo log")
                 self._settle_logs(inst, text)
         except AdvisorError as e:
             return Measurement(ok=False, failure=f"server refused the config: {_reason(e)}")
         try:
+            if self.warmup:
+                self._phase("warm-up", self.warmup, then="measure")
+            else:
+                self._phase("measure", self.duration)
             result = self.workload.run(inst.conninfo, clients=self.clients,
                                        duration=self.duration, warmup=self.warmup)
         except CapabilityMissing:
@@ -169,7 +230,25 @@ class ManagedEvaluator(Evaluator):
         try:
             self._drop_instance()
         finally:
-            shutil.rmtree(self.golden_dir, ignore_errors=True)
+            if self._scratch_record is not None:
+                from pmem_advisor.instances import registry
+
+                registry.untrack(_Scratch(self._scratch_record))
+                registry.release_scratch(self._scratch_record)
+                self._scratch_record = None
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class _Scratch:
+    """The scratch record as one of this process's live things (registry.track)."""
+
+    def __init__(self, record: Any) -> None:
+        self.record, self.id = record, record.id
+
+    def destroy(self) -> None:
+        from pmem_advisor.instances import registry
+
+        registry.release_scratch(self.record)
 
 
 def _log_sizes(inst: Any) -> dict[str, int]:

@@ -25,8 +25,13 @@ from pmem_advisor.tuner.study import ROLE_ATTR
 CONFIG_ATTR = "config"
 FAILURE_ATTR = "failure"
 INTERRUPTED_ATTR = "interrupted"
+# A trial asked but not run: the shared trial budget was used by other workers, or its
+# baseline was claimed by another worker (state FAIL, no ``failure``: neither counted nor shown).
+SURPLUS_ATTR = "surplus"
 REMEASURE_ATTR = "pmem_advisor.remeasure"
 WORKER_ATTR = "worker"
+RETRY_ATTR = "retry_of"  # a dead worker's trial, queued again with the same params
+WORKER_STARTED_ATTR = "worker_started"  # the worker process's start time (pid reuse check)
 
 SLO_CONSTRAINT = "latency_p95_over_slo_ms"
 METRIC_ATTRS = {"throughput": "throughput_tps", "p95": "latency_p95_ms", "p99": "latency_p99_ms"}
@@ -42,6 +47,15 @@ class TuneOptions:
     top_k: int = 3
     max_init_combos: int = 3  # golden copies (re-initialisations) the search may use
     min_per_combo: int = 2  # search trials each golden copy gets before the best one is kept
+    started: float | None = None  # time.monotonic() when the run began (the budget's origin)
+    # Production memory gate: config params -> why it cannot be deployed (its worst-case
+    # memory exceeds the budget), or None. A search trial that fails it is not run.
+    memory_gate: Any = None
+    trial_estimate_s: float = 60.0  # a trial's wall time before one was measured
+
+
+class BudgetExhausted(Exception):
+    """Internal: the time budget leaves no room for another trial and the re-measurement."""
 
 
 class Observer:
@@ -52,6 +66,13 @@ class Observer:
     def trial_finished(self, trial: FrozenTrial, best: FrozenTrial | None) -> None: ...
 
     def phase(self, text: str) -> None: ...
+
+    def run_phase(self, name: str, expected_s: float | None = None,
+                  then: str | None = None) -> None:
+        """Inside a trial: restore, start, warm-up (then measure), ... with expected seconds."""
+
+    def estimate(self, remaining_s: float | None, done: int, total: int) -> None:
+        """The tuner's estimate of the time left (search + re-measurement)."""
 
 
 def objective_value(m: Measurement, objective: str) -> float | None:
@@ -72,11 +93,28 @@ def measurement_attrs(m: Measurement) -> dict[str, Any]:
     }
 
 
+# Trials the final phase stores (the verdict, for optuna-dashboard) are not search trials.
+OUTSIDE_BUDGET_ROLES = frozenset({"verdict"})
+
+
 def counted(t: FrozenTrial) -> bool:
     """Trials that use up the budget: measured ones and configs the server refused."""
+    if t.user_attrs.get(ROLE_ATTR) in OUTSIDE_BUDGET_ROLES:
+        return False
     if t.state == TrialState.COMPLETE:
         return True
     return t.state == TrialState.FAIL and bool(t.user_attrs.get(FAILURE_ATTR))
+
+
+def live(t: FrozenTrial) -> bool:
+    """A trial some worker is measuring now (stale ones are failed before each ask)."""
+    return (t.state == TrialState.RUNNING and not t.user_attrs.get(SURPLUS_ATTR)
+            and t.user_attrs.get(ROLE_ATTR) not in OUTSIDE_BUDGET_ROLES)
+
+
+def claimed(t: FrozenTrial) -> bool:
+    """Trials that hold a share of the budget: counted ones and those being measured."""
+    return counted(t) or live(t)
 
 
 def feasible(t: FrozenTrial, slo_ms: float | None) -> bool:
@@ -136,6 +174,25 @@ class _Heartbeat:
             self._thread.join()
 
 
+def _process_alive(pid: int, started: float | None) -> bool:
+    import psutil
+
+    try:
+        created = psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return False
+    return started is None or abs(created - float(started)) < 1.0
+
+
+def _this_process_started() -> float | None:
+    import psutil
+
+    try:
+        return psutil.Process(os.getpid()).create_time()
+    except psutil.Error:
+        return None
+
+
 def outer_combos(space: SearchSpace, limit: int) -> list[dict[str, Any]]:
     """The golden copies to try: the rules' init values, the defaults, then alternatives."""
     reinit = space.reinit_knobs
@@ -161,26 +218,105 @@ class Tuner:
         self.study, self.space, self.evaluator = study, space, evaluator
         self.options, self.observer = options, observer or Observer()
         self._dists = space.distributions()
+        self.stop_reason: str | None = None  # done | budget (why the search ended)
+        self._durations: list[float] = []  # wall seconds of this worker's measured trials
+        start = options.started if options.started is not None else time.monotonic()
+        self.deadline = (start + options.time_budget_s
+                         if options.time_budget_s is not None else None)
 
     # -- the search --------------------------------------------------------------------------
     def used(self) -> int:
         return sum(1 for t in self.study.get_trials(deepcopy=False) if counted(t))
 
+    def claimed(self) -> int:
+        return sum(1 for t in self.study.get_trials(deepcopy=False) if claimed(t))
+
+    def fail_dead_workers(self) -> list[int]:
+        """Fail (and queue again) the RUNNING trials of workers on this host that are gone
+        (SIGKILL, OOM kill, power off): at once, without waiting for the heartbeat's grace
+        period, which still covers workers on other hosts. Returns the trial numbers."""
+        host, failed = socket.gethostname(), []
+        storage = self.study._storage
+        for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            h, _, pid = str(t.user_attrs.get(WORKER_ATTR, "")).rpartition(":")
+            if h != host or not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            if _process_alive(int(pid), t.user_attrs.get(WORKER_STARTED_ATTR)):
+                continue
+            try:
+                storage.set_trial_user_attr(t._trial_id, INTERRUPTED_ATTR,
+                                            f"worker {h}:{pid} died (killed) during the trial")
+                if not storage.set_trial_state_values(t._trial_id, TrialState.FAIL):
+                    continue
+            except (RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
+                continue  # another worker failed it first
+            role = t.user_attrs.get(ROLE_ATTR) or "search"
+            self.study.enqueue_trial(t.params, user_attrs={ROLE_ATTR: role,
+                                                           RETRY_ATTR: t.number})
+            failed.append(t.number)
+        return failed
+
+    def trial_seconds(self) -> float:
+        """A trial's expected wall time: the median of this worker's, else the estimate."""
+        if not self._durations:
+            return self.options.trial_estimate_s
+        ordered = sorted(self._durations)
+        return ordered[len(ordered) // 2]
+
+    def remeasure_runs(self) -> int:
+        """evaluate() calls the final re-measurement will make at most."""
+        planned = getattr(self, "remeasure_runs_planned", None)
+        if callable(planned):
+            return int(planned())
+        return (self.options.top_k + 2) * self.options.repeats if self.options.repeats else 0
+
+    def remaining_seconds(self) -> float:
+        left = max(0, self.options.trials - self.claimed())
+        return (left + self.remeasure_runs()) * self.trial_seconds()
+
+    def _room_for_trial(self) -> bool:
+        """The budget covers every phase: one more trial must leave time to re-measure."""
+        if self.deadline is None:
+            return True
+        needed = self.trial_seconds() * (1 + self.remeasure_runs())
+        return time.monotonic() + needed <= self.deadline
+
     def run(self) -> None:
-        """Run trials until the study holds ``trials`` counted ones or the time budget ends,
-        then re-measure the finalists. Ctrl-C leaves the study resumable."""
-        start = time.monotonic()
-        while self.used() < self.options.trials:
-            budget = self.options.time_budget_s
-            if budget is not None and time.monotonic() - start >= budget:
-                self.observer.phase("time budget used up")
+        """Run trials until the study holds ``trials`` counted ones (all workers together) or
+        the time budget leaves room only for the re-measurement, then re-measure the
+        finalists. Ctrl-C and SIGTERM leave the study resumable."""
+        self.stop_reason = "done"
+        self.fail_dead_workers()
+        while self.claimed() < self.options.trials:
+            if not self._room_for_trial():
+                self.stop_reason = "budget"
+                self.observer.phase("time budget: stopping the search to leave time for "
+                                    "the re-measurement")
                 break
+            self.observer.estimate(self.remaining_seconds(), self.used(), self.options.trials)
             self.step()
         if self.options.repeats > 0 and self.used() >= 1:
+            self.observer.estimate(self.remeasure_runs() * self.trial_seconds(),
+                                   self.used(), self.options.trials)
             self.remeasure()
 
-    def step(self) -> FrozenTrial:
-        """One trial: ask (queued baselines first), measure, tell."""
+    def _surplus(self, number: int, role: str) -> str | None:
+        """Why a just-asked trial must not run: its baseline is another worker's, or the
+        trials before it (by number: the storage's order of asks) fill the shared budget."""
+        earlier = [t for t in self.study.get_trials(deepcopy=False) if t.number < number]
+        if role in ("default", "rules"):
+            first = next((t for t in earlier
+                          if t.user_attrs.get(ROLE_ATTR) == role and claimed(t)), None)
+            if first is not None:
+                return f"the {role} baseline is trial {first.number}"
+        if sum(1 for t in earlier if claimed(t)) >= self.options.trials:
+            return f"the {self.options.trials} trials asked were taken by other workers"
+        return None
+
+    def step(self) -> FrozenTrial | None:
+        """One trial: ask (queued baselines first), measure, tell. None when the trial was
+        surplus (another worker took the budget or the baseline)."""
+        began = time.monotonic()  # the whole step: sampler and storage time count too
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             optuna.storages.fail_stale_trials(self.study)  # a dead worker's trial is re-queued
@@ -188,26 +324,47 @@ class Tuner:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "heartbeat is supposed to be used with optimize"
             trial = self.study.ask(self._dists)
-        with _Heartbeat(self.study, trial._trial_id):  # at once: a trial without is never stale
-            role = trial.user_attrs.get(ROLE_ATTR) or "search"
+        role = trial.user_attrs.get(ROLE_ATTR) or "search"
+        surplus = self._surplus(trial.number, role)
+        if surplus:
+            trial.set_user_attr(SURPLUS_ATTR, surplus)
             trial.set_user_attr(ROLE_ATTR, role)
-            trial.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
-            config = trial_config(self.space, trial.params, role)
-            trial.set_user_attr(CONFIG_ATTR, {"params": config.params,
-                                              "init_params": config.init_params})
-            self.observer.trial_started(trial.number, role, config)
-            try:
-                m = self.evaluator.evaluate(config)
-            except BaseException as e:  # Ctrl-C, no server at all, a bug: keep it resumable
-                trial.set_user_attr(INTERRUPTED_ATTR, f"{type(e).__name__}: {e}"[:300])
-                self.study.tell(trial, state=TrialState.FAIL)
-                self.study.enqueue_trial(trial.params, user_attrs={ROLE_ATTR: role})
-                raise
-        self._tell(trial, m)
+            self.study.tell(trial, state=TrialState.FAIL)
+            return None
+        try:  # a signal may land anywhere from here to tell(): never leave the trial RUNNING
+            with _Heartbeat(self.study, trial._trial_id):  # at once: never stale without one
+                trial.set_user_attr(ROLE_ATTR, role)
+                trial.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
+                trial.set_user_attr(WORKER_STARTED_ATTR, _this_process_started())
+                config = trial_config(self.space, trial.params, role)
+                trial.set_user_attr(CONFIG_ATTR, {"params": config.params,
+                                                  "init_params": config.init_params})
+                self.observer.trial_started(trial.number, role, config)
+                unfit = (self.options.memory_gate(config.params)
+                         if role == "search" and self.options.memory_gate else None)
+                m = (Measurement(ok=False, failure=f"not run: {unfit}") if unfit
+                     else self.evaluator.evaluate(config))
+                self._durations.append(time.monotonic() - began)
+                self._tell(trial, m)
+        except BaseException as e:  # Ctrl-C, SIGTERM, no server at all, a bug: keep it resumable
+            self._fail_interrupted(trial, role, e)
+            raise
         frozen = next(t for t in self.study.get_trials(deepcopy=False)
                       if t.number == trial.number)
         self.observer.trial_finished(frozen, best_trial(self.study, self.options.latency_slo_ms))
         return frozen
+
+    def _fail_interrupted(self, trial: optuna.Trial, role: str, e: BaseException) -> None:
+        """Fail a trial the run stopped before telling (the reason kept, so summary "failures"
+        and report.md list it) and queue its params again for --resume. A trial already told
+        (the signal came after tell) is left as it is."""
+        stored = self.study._storage.get_trial(trial._trial_id)
+        if stored.state != TrialState.RUNNING:
+            return
+        trial.set_user_attr(INTERRUPTED_ATTR, f"{type(e).__name__}: {e}"[:300])
+        self.study.tell(trial, state=TrialState.FAIL)
+        if not stored.user_attrs.get(FAILURE_ATTR):  # a measured failure counts: not re-run
+            self.study.enqueue_trial(trial.params, user_attrs={ROLE_ATTR: role})
 
     def _tell(self, trial: optuna.Trial, m: Measurement) -> None:
         for key, value in measurement_attrs(m).items():
@@ -253,37 +410,22 @@ class Tuner:
             chosen = max(combos, key=score)
         self.study.enqueue_trial(chosen, user_attrs={ROLE_ATTR: "search"})
 
-    # -- the end: noise ----------------------------------------------------------------------
+    # -- the end: the verdict (advisor/tuner/verdict.py) ------------------------------------
     def finalists(self) -> list[FrozenTrial]:
-        """The top-k feasible trials and the two baselines (the first measured of each)."""
-        trials = self.study.get_trials(deepcopy=False)
-        slo = self.options.latency_slo_ms
-        sign = 1 if self.study.direction == optuna.study.StudyDirection.MAXIMIZE else -1
-        ranked = sorted((t for t in trials if feasible(t, slo)), key=lambda t: -sign * t.value)
-        chosen = ranked[: self.options.top_k]
-        for role in ("default", "rules"):
-            base = next((t for t in trials if t.user_attrs.get(ROLE_ATTR) == role
-                         and t.state == TrialState.COMPLETE), None)
-            if base is not None and base not in chosen:
-                chosen.append(base)
-        return chosen
+        """The configs the final phase compares: the best search trial, rules-only, defaults."""
+        from pmem_advisor.tuner.verdict import finalists
 
-    def remeasure(self) -> None:
-        """Measure each finalist ``repeats`` more times; stored after each config."""
-        store: dict[str, list[dict]] = dict(self.study.user_attrs.get(REMEASURE_ATTR) or {})
-        todo = [t for t in self.finalists()
-                if len(store.get(str(t.number), [])) < self.options.repeats]
-        for i, t in enumerate(todo, 1):
-            cfg = t.user_attrs.get(CONFIG_ATTR) or {}
-            config = TrialConfig(params=cfg.get("params", {}),
-                                 init_params=cfg.get("init_params", {}))
-            runs = list(store.get(str(t.number), []))
-            while len(runs) < self.options.repeats:
-                self.observer.phase(
-                    f"re-measuring trial {t.number} ({i}/{len(todo)}), "
-                    f"run {len(runs) + 1}/{self.options.repeats}"
-                )
-                m = self.evaluator.evaluate(config)
-                runs.append({"ok": m.ok, **measurement_attrs(m), "failure": m.failure})
-            store[str(t.number)] = runs
-            self.study.set_user_attr(REMEASURE_ATTR, store)
+        return list(finalists(self.study, self.options.latency_slo_ms).values())
+
+    def remeasure_runs_planned(self) -> int:
+        """The most evaluate() calls the final phase will make (for the time budget)."""
+        from pmem_advisor.tuner.verdict import remeasure_runs_planned
+
+        return remeasure_runs_planned(self)
+
+    def remeasure(self) -> dict[str, Any] | None:
+        """Interleaved re-measurement of the finalists until the verdict is decided, by one
+        worker of the study; returns the stored verdict."""
+        from pmem_advisor.tuner.verdict import run_final
+
+        return run_final(self)

@@ -94,3 +94,13 @@ def test_sampled_pairs_are_put_in_the_order_the_server_keeps():
 def test_wal_sizes_never_below_two_segments():
     assert Limits(8 * GB).floor(PG["max_wal_size"]) == 64  # 1 GB / 16, in MB
     assert Limits(8 * GB).floor(PG["min_wal_size"]) == 32  # two 16 MB segments
+
+
+def test_global_buffer_leaves_room_for_the_production_connections():
+    """Issue 12: the search spent most trials on buffers whose worst case could not fit
+    beside 300 production connections (each then refused by the memory gate)."""
+    spec = KnobSpec.from_knob(load_catalog("postgres", "postgresql", "18").get("shared_buffers"))
+    gb = 1 << 30
+    assert Limits(8 * gb).cap(spec) == 6 * gb / 8192  # 3/4 of the budget without connections
+    assert Limits(8 * gb, shared_room_bytes=1 * gb).cap(spec) == 1 * gb / 8192
+    assert Limits(8 * gb, shared_room_bytes=-5).cap(spec) == 0  # nothing fits: a floor rules

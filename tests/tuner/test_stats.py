@@ -26,3 +26,16 @@ def test_clear_difference_excludes_zero_and_latency_gain_is_a_reduction():
 def test_spread_needs_two_runs():
     assert spread_pct([5.0]) is None
     assert round(spread_pct([9.0, 11.0]), 3) == round(100 * statistics.stdev([9, 11]) / 10, 3)
+
+
+def test_compare_is_exact_seeded_and_needs_enough_runs():
+    from pmem_advisor.tuner.stats import compare, min_p_value
+
+    a, b = [101.0, 103.0, 102.0, 104.0, 100.0], [90.0, 92.0, 91.0, 89.0, 93.0]
+    c = compare(a, b, alpha=0.01)
+    assert c["p_value"] == min_p_value(5) == 2 / 252  # every split enumerated
+    assert c["decision"] == "better" and c == compare(a, b, alpha=0.01)
+    # three runs each can never reach p <= 0.05, however far apart
+    few = compare([200.0, 201.0, 202.0], [100.0, 101.0, 102.0], alpha=0.05)
+    assert few["p_value"] == min_p_value(3) == 0.1 and few["decision"] == "none"
+    assert compare(b, a, alpha=0.01)["decision"] == "worse"

@@ -10,7 +10,7 @@ import pytest
 def test_list_json(run_cli):
     code, out, _ = run_cli("workload", "list", "--json")
     assert code == 0
-    rows = {r["name"]: r for r in json.loads(out)}
+    rows = {r["name"]: r for r in json.loads(out)["workloads"]}
     assert rows["pgbench-tpcb"]["engines"] == ["postgres"]
     assert rows["tpcc"]["options"] == ["density"]
 
@@ -44,6 +44,7 @@ def test_run_json_on_managed_postgres_in_shm(run_cli, workload_sandbox, tmp_path
                 "latency_ms", "errors", "duration_s"):
         assert key in data
     assert data["engine"] == "postgres" and data["workload"] == "ycsb-b"
+    assert data["schema"] == "pmem-advisor.workload-run/1"
     assert data["throughput_tps"] > 0 and data["latency_ms"]["p99"] > 0
     assert "stands in for persistent memory" in err
     import os

@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 
 import pytest
 
 from pmem_advisor.errors import EnvironmentProblem
 from pmem_advisor.workloads import get_workload, list_workloads
+from tests.faults.conftest import wait_for
 
 pytestmark = pytest.mark.server
 
@@ -61,6 +61,19 @@ def test_workload_runs(server, name, tmp_path):
     server.raise_if_dead()
 
 
+def _load_generator_running() -> bool:
+    """pgbench or sysbench started by this process is up."""
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.name() in ("pgbench", "sysbench"):
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
 def _kill_during_run(server, name: str, opts: dict) -> EnvironmentProblem:
     conn = server.conninfo
     wl = get_workload(name, **opts)
@@ -75,7 +88,10 @@ def _kill_during_run(server, name: str, opts: dict) -> EnvironmentProblem:
 
     t = threading.Thread(target=run)
     t.start()
-    time.sleep(1.5)
+    # Kill once the load generator is running (not after a guessed delay: on a loaded
+    # machine 1.5 s was sometimes before the run began, sometimes after it failed).
+    wait_for(lambda: _load_generator_running() or not t.is_alive(), 60,
+              "the load generator to start")
     os.kill(server.pid, signal.SIGKILL)
     t.join(timeout=60)
     assert not t.is_alive(), "the run did not notice that the server died"
@@ -91,7 +107,8 @@ def test_sigkill_during_run_fails_clearly_and_next_run_works(server, name):
         pytest.skip("one kill per PostgreSQL server is enough")
     err = _kill_during_run(server, name, {})
     assert "failed" in err.message and len(err.message.splitlines()) == 1
-    assert not server.is_running()
+    # SIGKILL is asynchronous: the server is gone once the kernel has reaped it.
+    wait_for(lambda: not server.is_running(), 30, "the killed server to be gone")
     # the next trial: restart (crash recovery) and run again on the same data
     server.start("")
     result = get_workload(name).run(server.conninfo, clients=1, duration=1)

@@ -1,0 +1,138 @@
+"""Sentences every tuning output shares: the verdict, failures, why the run ended, the
+hardware it ran on, the emulation caveat, and how to apply the file.
+
+One source for the console (outcome_lines), the config header, report.md and report.html.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pmem_advisor.cli.output import EMULATION_NOTE
+
+GiB = 1024**3
+
+
+def verdict_line(summary: dict[str, Any]) -> str:
+    v = summary.get("verdict")
+    if not v:
+        return "verdict: none (no config was measured successfully)"
+    return "verdict: " + (v.get("text_full") or v.get("text") or "n/a")
+
+
+def emitted_line(summary: dict[str, Any]) -> str:
+    best = summary.get("best")
+    if not best:
+        return "emitted: nothing (no config passed the final comparison)"
+    what = {"tuned": f"the tuned config (trial {best['trial']})",
+            "rules": f"the rules-only config (trial {best['trial']}): nothing tuned beat it "
+                     "significantly",
+            "default": "the server defaults (only production-sized settings are set): "
+                       "neither the rules nor tuning beat them significantly",
+            }.get(best["role"], best["role"])
+    return f"emitted: {what}"
+
+
+def dashboard_line(summary: dict[str, Any]) -> str | None:
+    """When Optuna's best trial (a lucky single run) is not the verdict's, say so."""
+    return ((summary.get("optuna_best") or {}).get("note")) or None
+
+
+def failure_lines(summary: dict[str, Any]) -> list[str]:
+    out = []
+    for f in summary.get("failures") or []:
+        where = f"trial {f['trial']}" + (f" ({f['role']})" if f.get("role") else "")
+        if f.get("round"):
+            where += f", round {f['round']}"
+        out.append(f"failed run, {f['phase']}, {where}: {f.get('reason') or 'no reason given'}")
+    return out
+
+
+def end_line(summary: dict[str, Any]) -> str | None:
+    end = summary.get("run_end")
+    if not end:
+        return None
+    text = f"run ended: {end.get('reason', '?')}"
+    return text + (f" ({end['detail']})" if end.get("detail") else "")
+
+
+def target_lines(summary: dict[str, Any]) -> list[str]:
+    meta = summary.get("meta") or {}
+    t = meta.get("target") or {}
+    out = []
+    if t.get("connections"):
+        out.append(f"production target: {t['connections']} connections "
+                   f"({t.get('connections_source') or 'default'})"
+                   + (f", memory {t['memory_bytes'] / 1024**3:.1f} GiB "
+                      f"({t.get('memory_source') or 'default'})" if t.get("memory_bytes")
+                      else ""))
+    out += [str(n) for n in t.get("notes") or []]
+    out += [str(n) for n in meta.get("data_notes") or []]
+    return out
+
+
+def hardware_lines(profile: dict[str, Any] | None, meta: dict[str, Any] | None = None
+                   ) -> list[str]:
+    """The machine the config was tuned on, in a DBA's words."""
+    if not profile:
+        return ["hardware: not recorded in this study"]
+    cpu, mem = profile.get("cpu") or {}, profile.get("memory") or {}
+    total = mem.get("total_bytes")
+    line = (f"hardware: {cpu.get('model') or 'CPU'}, {cpu.get('cores', '?')} cores / "
+            f"{cpu.get('threads', '?')} threads, "
+            + (f"{total / GiB:.1f} GiB RAM" if total else "RAM unknown"))
+    budget = (meta or {}).get("memory_bytes")
+    if budget:
+        line += f", server memory budget {budget / GiB:.1f} GiB"
+    out = [line]
+    for p in profile.get("paths") or []:
+        note = p.get("medium_note") or f"medium: {p.get('medium') or 'unknown'}"
+        out.append(f"path {p.get('path')}: {p.get('fstype') or '?'} on "
+                   f"{p.get('device') or '?'}; {note}")
+    return out
+
+
+def caveat_lines(summary: dict[str, Any]) -> list[str]:
+    emulated = summary.get("emulated_pmem") or any(
+        p.get("emulated_pmem") for p in (summary.get("profile") or {}).get("paths") or [])
+    return [EMULATION_NOTE.removeprefix("note: ")] if emulated else []
+
+
+def apply_lines(engine: str, path: str, settings: dict[str, str], restart: list[str],
+                flavour: str | None = None) -> list[str]:
+    """How to deploy: an include line, or statements (values already rendered)."""
+    if engine == "postgres":
+        out = [f"apply: add `include '{path}'` at the end of postgresql.conf, or run:"]
+        out += [f"  ALTER SYSTEM SET {k} = '{v}';" for k, v in settings.items()]
+        out.append("  then SELECT pg_reload_conf();"
+                   + (f" and restart for {', '.join(restart)}" if restart else ""))
+        return out
+    # MariaDB has no SET PERSIST: SET GLOBAL lasts until the restart, the file after it
+    verb = "SET GLOBAL" if flavour == "mariadb" else "SET PERSIST"
+    out = [f"apply: add `!include {path}` at the end of my.cnf (later settings win), or run"
+           + (" (until the next restart; keep the file for after it):" if verb == "SET GLOBAL"
+              else ":")]
+    out += [f"  {verb} {k} = {v};" for k, v in settings.items() if k not in restart]
+    if restart:
+        out.append(f"  restart needed for {', '.join(restart)} (read at startup only)")
+    return out
+
+
+def outcome_lines(summary: dict[str, Any]) -> list[str]:
+    """What `tune` and `report` print at the end (console, plain text)."""
+    out = [verdict_line(summary), emitted_line(summary)]
+    best = summary.get("best")
+    if best and best.get("throughput_tps") is not None:
+        out.append(f"  median {best['throughput_tps']:.1f} tps over {best['runs']} "
+                   f"{'re-measured ' if best.get('repeated') else ''}runs")
+    out += failure_lines(summary)
+    if dashboard_line(summary):
+        out.append(dashboard_line(summary))
+    if end_line(summary):
+        out.append(end_line(summary))
+    if summary.get("config_file"):
+        out.append(f"config: {summary['config_file']}")
+    for note in (summary.get("gate") or {}).get("notes") or []:
+        out.append(f"check: {note}")
+    out += [f"note: {c}" for c in caveat_lines(summary)]
+    return out
