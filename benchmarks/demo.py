@@ -2,12 +2,15 @@
 
 probe -> recommend -> a short `tune postgres` (embedded PostgreSQL 18, data on /dev/shm,
 a handful of short trials) writing the tuned config and the report into demo-out/.
-The tune step prints the /dev/shm emulation note. DEMO_TRIALS / DEMO_DURATION / DEMO_OUT
-override the defaults.
+The final phase re-measures tuned, rules-only and defaults in DEMO_REPEATS interleaved rounds
+(5: the fewest at which the verdict's test can decide anything; see tuner/verdict.py), and
+the demo ends with the verdict line every output carries. The tune step prints the /dev/shm
+emulation note. DEMO_TRIALS / DEMO_DURATION / DEMO_REPEATS / DEMO_OUT override the defaults.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -16,10 +19,12 @@ from pathlib import Path
 
 from pmem_advisor.cli.main import main as cli
 from pmem_advisor.cli.output import console
+from pmem_advisor.report.describe import outcome_lines
 
 OUT = Path(os.environ.get("DEMO_OUT", "demo-out"))
 TRIALS = os.environ.get("DEMO_TRIALS", "6")
 DURATION = os.environ.get("DEMO_DURATION", "8")
+REPEATS = os.environ.get("DEMO_REPEATS", "5")
 
 
 def _step(title: str, *args: str) -> None:
@@ -45,10 +50,14 @@ def main() -> int:
               "--out", str(OUT / "postgresql.rules.conf"))
         _step(f"3/3 tune: {TRIALS} trials of pgbench on embedded PostgreSQL 18",
               "tune", "postgres", "--workload", "pgbench-tpcb", "--trials", TRIALS,
-              "--duration", DURATION, "--warmup", "2", "--clients", "4", "--repeats", "2",
+              "--duration", DURATION, "--warmup", "2", "--clients", "4", "--repeats", REPEATS,
               "--seed", "7", "--data-dir", str(data), "--out", str(OUT))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    console.rule("verdict")
+    summary = json.loads((OUT / "summary.json").read_text(encoding="utf-8"))
+    for line in outcome_lines(summary):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.rule("done")
     console.print(f"outputs in {OUT}/: postgresql.tuned.conf, report.html, report.md, "
                   "summary.json, postgresql.rules.conf, profile.json")

@@ -1,11 +1,13 @@
-"""`make bench`: the tuner against its peers, side by side, interleaved in one run.
+"""`make bench`: the tuner against its peers on surrogate servers fitted on measured data.
 
-    python -m benchmarks.run [--smoke] [--scenario NAME] [--json OUT] [--out DIR] ...
+    python -m benchmarks.run [--scenario NAME] [--seeds N] [--budgets 5,10,20,50] [--out DIR]
 
-Per scenario: every arm (default, rules, random, tpe, smac, pmem-advisor, ceiling) measured
-through one shared evaluator, trial by trial in turn, for each seed; then a Markdown table
-(stdout and DIR/report.md), a convergence plot (DIR/<scenario>.png) and JSON (DIR/results.json,
-and OUT if given). Progress goes to stderr.
+Per scenario with a dataset in benchmarks/data/ (collected by ``benchmarks.collect``): fit the
+surrogate (random forest or gradient boosting by cross-validation; refused when its held-out
+quality is under the thresholds of ``benchmarks.surrogate``), then run every arm (default,
+rules, random, tpe, smac, pmem-advisor, ceiling) for every seed, interleaved, against it.
+Prints a Markdown table per scenario and the targets of issue 13; writes DIR/report.md,
+DIR/results.json and a convergence plot DIR/<scenario>.png. Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -13,26 +15,332 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pmem_advisor.errors import EXIT_INTERNAL, AdvisorError, Interrupted, UsageError
+from pmem_advisor.fileio import write_file_safely
+from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
 
+from . import dataset, surrogate
 from .harness import report, stats
-from .harness.advisor_arm import AdvisorArm
-from .harness.arms import ARM_NAMES, Arm, CeilingArm, DefaultArm, OptunaArm, RulesArm, SmacArm
-from .harness.runner import TrialRecord, run_interleaved
-from .harness.scenarios import Scenario, ScenarioContext, load_data, open_context, select
-
-EMULATION_NOTE = (
-    "note: /dev/shm is tmpfs (DRAM-backed); it stands in for persistent memory here, "
-    "as the papers' memmap= emulation did. Real PMEM is slower, above all for writes."
+from .harness.arms import (
+    ARM_NAMES,
+    Arm,
+    DefaultArm,
+    FixedArm,
+    OptunaArm,
+    RulesArm,
+    SearchArm,
+    SmacArm,
+    objective,
 )
+from .harness.runner import run_interleaved
+from .harness.space import Param, SearchSpace, clamp, optuna_distributions
+
+BUDGETS = (5, 10, 20, 50)
+SEEDS = 10
+EMULATION_NOTE = ("/dev/shm is tmpfs (DRAM-backed); it stands in for persistent memory here, "
+                  "as the papers' memmap= emulation did. Real PMEM is slower, above all for "
+                  "writes.")
+COST = {"session": 0, "reload": 1, "restart": 2, "reinit": 3}
 
 
+# ------------------------------------------------------------------ the space from provenance
+def harness_space(data: surrogate.ScenarioData) -> SearchSpace:
+    params = []
+    for d in data.provenance.get("space") or []:
+        init = d.get("scope") == "reinit"
+        if d.get("choices") is not None:
+            params.append(Param(d["name"], "categorical", choices=tuple(d["choices"]), init=init))
+        else:
+            kind = "float" if d.get("type") == "real" else "int"
+            params.append(Param(d["name"], kind, low=d["low"], high=d["high"],
+                                log=bool(d.get("log")), init=init))
+    rules = data.fixed_config("rules")
+    return SearchSpace(tuple(params), TrialConfig(), rules,
+                       "" if rules else "no rules-only config in the dataset", {},
+                       source=data.provenance.get("space_source", "dataset provenance"))
+
+
+def tuner_knobs(data: surrogate.ScenarioData) -> list[Any]:
+    """The collected space as the tuner's SpaceKnobs (what ``transfer`` works on)."""
+    from pmem_advisor.tuner.space import SpaceKnob
+
+    out = []
+    for d in data.provenance.get("space") or []:
+        out.append(SpaceKnob(d["name"], d.get("type", "int"), d.get("scope", "restart"),
+                             d.get("default"), low=d.get("low"), high=d.get("high"),
+                             choices=d.get("choices"), log=bool(d.get("log"))))
+    return out
+
+
+# ------------------------------------------------------------------ the arms
+class MeasuredArm(FixedArm):
+    """A fixed point exactly as the dataset measured it (the unsafe ceiling)."""
+
+    def __init__(self, name: str, config: TrialConfig | None, note: str, why_missing: str):
+        super().__init__(name, note)
+        self._fixed, self.why_missing = config, why_missing
+
+    def config_for(self, space: SearchSpace) -> TrialConfig | None:
+        return self._fixed
+
+    def prepare(self, space: SearchSpace) -> None:
+        self.unavailable = None if self._fixed is not None else self.why_missing
+
+
+class AdvisorArm(SearchArm):
+    """pmem-advisor's search: the trust-region sampler centred on the rules-only config, knobs
+    ranked by knowledge, warm starts from similar scenarios (never this one)."""
+
+    name = "pmem-advisor"
+
+    def __init__(self, *, base: TrialConfig, centre: dict[str, Any], importance: list[str],
+                 bounds: dict[str, Any], warm_starts: list[dict[str, Any]], note: str,
+                 score: Any = None):
+        super().__init__()
+        self.base, self.centre, self.importance = base, centre, importance
+        self.bounds, self.warm, self.note, self.score = bounds, warm_starts, note, score
+
+    def start(self, space: SearchSpace, budget: int, seed: int) -> None:
+        import optuna
+
+        from pmem_advisor.tuner.samplers import make_sampler
+
+        super().start(space, budget, seed)
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        sampler = make_sampler("trust-region", seed=seed, n_trials=budget, centre=self.centre,
+                               importance=self.importance, warm_starts=self.warm,
+                               bounds=self.bounds, score=self.score)
+        self.study = optuna.create_study(direction="maximize", sampler=sampler)
+        self.dists = optuna_distributions(space)
+
+    def ask(self) -> TrialConfig:
+        self.trial = self.study.ask(self.dists)
+        sampled = self.space.config(dict(self.trial.params))
+        return TrialConfig(params={**self.base.params, **sampled.params},
+                           init_params={**self.base.init_params, **sampled.init_params})
+
+    def observe(self, config: TrialConfig, measurement: Measurement) -> None:
+        self.study.tell(self.trial, objective(measurement))
+
+
+def advisor_arm(data: surrogate.ScenarioData, space: SearchSpace, data_dir: Path,
+                use_transfer: bool = True) -> tuple[AdvisorArm, list[str]]:
+    """The pmem-advisor arm for this scenario, and notes on what knowledge it got."""
+    from pmem_advisor.tuner import transfer
+
+    prov = data.provenance
+    scn = prov.get("scenario") or {}
+    rules = prov.get("rules") or {}
+    in_space = {p.name: p for p in space.params}
+    rule_params = {**(rules.get("params") or {}), **(rules.get("init_params") or {})}
+    centre = {n: clamp(in_space[n], v) for n, v in rule_params.items() if n in in_space}
+    centre = {n: v for n, v in centre.items() if v is not None}
+    base = TrialConfig(
+        params={n: v for n, v in (rules.get("params") or {}).items() if n not in in_space},
+        init_params={n: v for n, v in (rules.get("init_params") or {}).items()
+                     if n not in in_space})
+    notes = []
+    knobs = tuner_knobs(data)
+    sources = []
+    if use_transfer:
+        sources = transfer.similar_sources(data_dir, engine=scn.get("engine", ""),
+                                           workload_class=scn.get("workload_class", ""),
+                                           exclude={data.name})
+    learnt = transfer.Transfer.fit(knobs, sources)
+    warm = learnt.warm_starts(2, centre=centre, bounds=rules.get("bounds"))
+    # Defaults as the last warm start: the rules can lose to them on a host they misjudge.
+    default = {}
+    for k in knobs:
+        if k.name in in_space and k.default is not None:
+            try:
+                default[k.name] = k.coerce(k.default)
+            except (TypeError, ValueError):
+                continue  # a default the range cannot hold (an "auto" value)
+    if default and default != centre:
+        warm.append(default)
+    important = [n for n in rules.get("important") or [] if n in in_space]
+    by_transfer = sorted(learnt.importance, key=lambda n: -learnt.importance[n])
+    scope = {k.name: COST.get(k.scope, 2) for k in knobs}
+    rest = sorted((n for n in in_space if n not in important and n not in by_transfer),
+                  key=lambda n: scope.get(n, 2))
+    importance = [*important, *[n for n in by_transfer if n not in important], *rest]
+    if sources:
+        notes.append(f"pmem-advisor warm-started from {', '.join(learnt.sources)} "
+                     "(same engine and workload class; never its own dataset)")
+    else:
+        notes.append("pmem-advisor had no similar scenario to learn from (no transfer)")
+    note = ("trust-region sampler (advisor/tuner/samplers.py) centred on the rules-only config,"
+            f" rules' bounds, knob order {', '.join(importance[:4])}...; "
+            f"{len(warm)} warm start(s); moves ranked by the transfer model, then by a forest "
+            "on its own trials")
+    return AdvisorArm(base=base, centre=centre, importance=importance,
+                      bounds=rules.get("bounds") or {}, warm_starts=warm, note=note,
+                      score=learnt.score if learnt.model is not None else None), notes
+
+
+def make_arms(names: list[str], data: surrogate.ScenarioData, space: SearchSpace,
+              data_dir: Path) -> tuple[list[Arm], list[str]]:
+    notes: list[str] = []
+    arms: list[Arm] = []
+    for name in ARM_NAMES:
+        if name not in names:
+            continue
+        if name == "default":
+            arms.append(DefaultArm())
+        elif name == "rules":
+            arms.append(RulesArm())
+        elif name in ("random", "tpe"):
+            arms.append(OptunaArm(name, name))
+        elif name == "smac":
+            arms.append(SmacArm())
+        elif name == "pmem-advisor":
+            arm, more = advisor_arm(data, space, data_dir)
+            arms.append(arm)
+            notes.extend(more)
+        elif name == "ceiling":
+            arms.append(MeasuredArm("ceiling", data.fixed_config("ceiling"),
+                                    data.provenance.get("ceiling", "durability off"),
+                                    "no ceiling measured in the dataset"))
+    return arms, notes
+
+
+# ------------------------------------------------------------------ one scenario
+def targets(rows: list[stats.ArmStats]) -> list[str]:
+    """Issue 13's targets, each with its figure: met, missed or not measurable."""
+    def med(name: str, budget: int | None = None) -> float | None:
+        cands = [r for r in rows if r.name == name and r.available
+                 and (budget is None or r.budget == budget)]
+        return cands[0].best_tps_median if cands else None
+
+    out = []
+    d, r, c = med("default"), med("rules"), med("ceiling")
+    a5, a20, s50 = med("pmem-advisor", 5), med("pmem-advisor", 20), med("smac", 50)
+    best50 = max((x.best_tps_median or 0) for x in rows if x.available and x.searching
+                 and x.budget == 50) if any(x.budget == 50 for x in rows) else None
+
+    def line(label: str, ok: bool | None, figure: str) -> str:
+        verdict = "n/a" if ok is None else ("MET" if ok else "MISSED")
+        return f"target {label}: {verdict} ({figure})"
+
+    out.append(line("rules-only >= defaults", None if not (d and r) else r >= d,
+                    f"{r / d:.2f}x" if d and r else "not measured"))
+    out.append(line("pmem-advisor@5 >= smac@50", None if not (a5 and s50) else a5 >= s50,
+                    f"{a5 / s50:.2f}x" if a5 and s50 else "not measured"))
+    out.append(line("pmem-advisor@20 >= 0.9x best arm@50",
+                    None if not (a20 and best50) else a20 >= 0.9 * best50,
+                    f"{a20 / best50:.2f}x" if a20 and best50 else "not measured"))
+    out.append(line("pmem-advisor@20 >= 0.8x ceiling", None if not (a20 and c) else
+                    a20 >= 0.8 * c, f"{a20 / c:.2f}x" if a20 and c else "not measured"))
+    return out
+
+
+def run_scenario(data: surrogate.ScenarioData, settings: dict[str, Any], data_dir: Path,
+                 out: Path, plot: bool) -> report.ScenarioResult | str:
+    """The result, or the reason the scenario is refused."""
+    t0 = time.monotonic()
+    scn = data.provenance.get("scenario") or {}
+    title = (f"{scn.get('flavour')} {scn.get('version')} {scn.get('workload')} scale "
+             f"{scn.get('scale')}, {scn.get('clients')} clients, {scn.get('medium')}, "
+             f"budget {scn.get('memory_budget')}")
+    x, y = data.training()
+    fitted = surrogate.fit(x, y, seed=0)
+    ratios = surrogate.noise_ratios(data.rows)
+    noise = (statistics.pstdev(ratios) if len(ratios) > 1 else float("nan"))
+    noise_text = (f"repeat noise sd {noise:.1%} over {len(ratios)} runs" if ratios
+                  else "no repeated runs yet")
+    if fitted.model is None:
+        quality = f"surrogate: none fitted on {fitted.rows} rows; {noise_text}"
+    else:
+        quality = (f"surrogate: {fitted.kind} chosen by {surrogate.FOLDS}-fold CV ("
+                   + ", ".join(f"{k} R^2 {v:.2f}" for k, v in fitted.cv.items())
+                   + f"); held-out R^2 {fitted.r2:.2f}, Spearman {fitted.spearman:.2f} on "
+                   f"{fitted.rows} rows (refused under R^2 {surrogate.MIN_R2} or Spearman "
+                   f"{surrogate.MIN_SPEARMAN}); {noise_text}")
+    print(f"[{data.name}] {quality}", file=sys.stderr, flush=True)
+    why = fitted.refused
+    if fitted.model is None:
+        why = f"only {fitted.rows} measured rows (a surrogate needs {surrogate.MIN_ROWS})"
+    if why and not settings["accept_poor"]:
+        return f"refused: {why}. {quality}"
+    space = harness_space(data)
+    arms, notes = make_arms(settings["arms"], data, space, data_dir)
+    seeds = list(range(settings["seeds"]))
+    records, statuses = run_seeds(data, fitted, space, arms, max(settings["budgets"]), seeds,
+                                  settings["jobs"])
+    rows = stats.compute(records, statuses, settings["budgets"], seeds)
+    notes = [quality, *notes]
+    if why:
+        notes.insert(0, f"WARNING: run despite a poor surrogate ({why})")
+    if scn.get("medium") == "shm":
+        notes.insert(0, EMULATION_NOTE)
+    notes.append(f"{len(seeds)} seeds; budgets {', '.join(map(str, settings['budgets']))} are "
+                 "prefixes of one run per arm and seed; best = the config an arm observed "
+                 "best, credited at the surrogate's noise-free value; default, rules and "
+                 "ceiling answer with their own measured runs")
+    notes.append(f"dataset: {len(data.rows)} rows measured "
+                 f"{_dates(data.rows)}; load average (1 min) during trials median "
+                 f"{_load(data.rows)}")
+    notes.extend(targets(rows))
+    result = report.ScenarioResult(data.name, title, settings["budgets"], seeds, records,
+                                   statuses, rows, notes=notes, wall_s=time.monotonic() - t0,
+                                   meta={"surrogate": {"kind": fitted.kind, "r2": fitted.r2,
+                                                       "spearman": fitted.spearman,
+                                                       "rows": fitted.rows, "cv": fitted.cv},
+                                         "scenario": scn})
+    if plot:
+        try:
+            result.plot = report.plot_convergence(result, out / f"{data.name}.png")
+        except ImportError as exc:
+            result.notes.append(f"no plot: {exc} (pip install matplotlib)")
+    return result
+
+
+def _one_seed(data: surrogate.ScenarioData, fitted: surrogate.Fit, space: SearchSpace,
+              arms: list[Arm], budget: int, seed: int) -> tuple[list, list]:
+    """One seed on its own surrogate server (its noise seeded by the seed alone, so the
+    result does not depend on how seeds are spread over processes)."""
+    evaluator = surrogate.SurrogateEvaluator(data, fitted, seed=seed)
+    return run_interleaved(evaluator, space, arms, budget=budget, seeds=[seed])
+
+
+def run_seeds(data: surrogate.ScenarioData, fitted: surrogate.Fit, space: SearchSpace,
+              arms: list[Arm], budget: int, seeds: list[int], jobs: int) -> tuple[list, list]:
+    """Every seed, in ``jobs`` processes; records in seed order, statuses merged."""
+    if jobs <= 1:
+        parts = [_one_seed(data, fitted, space, arms, budget, s) for s in seeds]
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(_one_seed, data, fitted, space, arms, budget, s)
+                       for s in seeds]
+            parts = [f.result() for f in futures]
+    records = [r for recs, _ in parts for r in recs]
+    statuses = parts[0][1]
+    for _, more in parts[1:]:
+        for st, other in zip(statuses, more, strict=True):
+            st.errors.extend(other.errors)
+    return records, statuses
+
+
+def _dates(rows: list[dict[str, Any]]) -> str:
+    days = sorted({str(r.get("started", ""))[:10] for r in rows if r.get("started")})
+    return f"on {', '.join(days)}" if days else ""
+
+
+def _load(rows: list[dict[str, Any]]) -> str:
+    loads = [r["loadavg_before"][0] for r in rows if r.get("loadavg_before")]
+    return f"{statistics.median(loads):.1f} (range {min(loads):.1f}-{max(loads):.1f})" \
+        if loads else "unknown"
+
+
+# ------------------------------------------------------------------ main
 def _csv_ints(text: str) -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
@@ -45,185 +353,66 @@ def _csv_ints(text: str) -> list[int]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n")[0])
-    p.add_argument("--smoke", action="store_true",
-                   help="arms default, rules, tpe, pmem-advisor; 3 trials; 3 s runs; 1 scenario")
+    p = argparse.ArgumentParser(prog="python -m benchmarks.run",
+                                description=__doc__.split("\n")[0])
     p.add_argument("--scenario", action="append", metavar="NAME",
-                   help="run only this scenario (repeatable); --list shows them")
-    p.add_argument("--list", action="store_true", help="list the scenarios and exit")
-    p.add_argument("--json", metavar="OUT", help="also write the JSON results here")
+                   help="only this scenario (repeatable); default: every dataset")
+    p.add_argument("--data-dir", default=str(dataset.DATA_DIR))
     p.add_argument("--out", default="bench-out", help="directory for report, plots, JSON")
     p.add_argument("--arms", help=f"comma-separated subset of {','.join(ARM_NAMES)}")
-    p.add_argument("--budgets", type=_csv_ints,
-                   help="trial budgets, e.g. 5,10,20,50 (the smaller are prefixes of the largest)")
-    p.add_argument("--seeds", type=int, help="number of seeds (0, 1, ...)")
-    p.add_argument("--duration", type=float, help="measured seconds per trial")
-    p.add_argument("--warmup", type=float, help="warm-up seconds per trial")
-    p.add_argument("--scale", type=int, help="override the scenarios' data scale")
-    p.add_argument("--clients", type=int, help="override the scenarios' client count")
-    p.add_argument("--ceiling-base", choices=("best", "rules"), default="best",
-                   help="the safe config the unsafe ceiling starts from (default: best)")
-    p.add_argument("--disk-dir", default="/var/tmp",
-                   help="where 'disk' scenarios put data+WAL (default /var/tmp)")
-    p.add_argument("--no-plot", action="store_true", help="skip the PNG plots")
+    p.add_argument("--budgets", type=_csv_ints, default=list(BUDGETS))
+    p.add_argument("--seeds", type=int, default=SEEDS)
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                   help="processes running seeds side by side (default: 2)")
+    p.add_argument("--accept-poor", action="store_true",
+                   help="run scenarios whose surrogate is under the quality thresholds "
+                        "(flagged in the output)")
+    p.add_argument("--no-plot", action="store_true")
     return p.parse_args(argv)
 
 
-def plan(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
-    """Resolved settings: smoke or full defaults, then explicit options on top."""
-    base = dict(data["defaults"])
-    names = args.scenario
-    if args.smoke:
-        smoke = dict(data["smoke"])
-        names = names or [smoke.pop("scenario")]
-        smoke.pop("scenario", None)
-        base.update(smoke)
-    arms = args.arms.split(",") if args.arms else list(base["arms"])
-    unknown = [a for a in arms if a not in ARM_NAMES]
-    if unknown:
-        raise UsageError(f"unknown arm {', '.join(unknown)} (arms: {', '.join(ARM_NAMES)})")
-    for key in ("budgets", "seeds", "duration", "warmup"):
-        value = getattr(args, key)
-        if value is not None:
-            base[key] = value
-    if base["seeds"] < 1 or base["duration"] <= 0 or base["warmup"] < 0:
-        raise UsageError("--seeds must be >= 1, --duration > 0, --warmup >= 0")
-    return {**base, "arms": arms, "scenarios": select(data, names),
-            "budgets": sorted(base["budgets"]),
-            "durability_off": dict(data.get("durability_off") or {})}
-
-
-def make_arms(names: list[str], ctx: ScenarioContext, ceiling_base: str) -> list[Arm]:
-    scn = ctx.scenario
-    factories: dict[str, Callable[[], Arm]] = {
-        "default": DefaultArm,
-        "rules": RulesArm,
-        "random": lambda: OptunaArm("random", "random"),
-        "tpe": lambda: OptunaArm("tpe", "tpe"),
-        "smac": SmacArm,
-        "pmem-advisor": lambda: AdvisorArm(ctx.advisor_loop, ctx.advisor_note,
-                                           engine=scn.engine, flavour=scn.flavour,
-                                           version=scn.version),
-        "ceiling": lambda: CeilingArm(ceiling_base),
-    }
-    return [factories[n]() for n in ARM_NAMES if n in names]
-
-
-def scenario_notes(scn: Scenario, settings: dict[str, Any], ctx: ScenarioContext) -> list[str]:
-    notes = []
-    if scn.emulated_pmem:
-        notes.append(EMULATION_NOTE)
-    budgets = settings["budgets"]
-    if len(budgets) > 1:
-        notes.append(
-            f"budgets {', '.join(map(str, budgets[:-1]))} are prefixes of the {budgets[-1]}-trial"
-            " runs (one run per arm and seed, read at each budget), not separate runs; "
-            "optimisers that size their start-up phase by the budget saw the largest one"
-        )
-    notes.append(
-        f"{settings['seeds']} seed(s); arms interleaved round-robin trial by trial (the order "
-        "rotates every round); every trial restores the same golden data"
-    )
-    notes.append(
-        "best tps = the highest median over repeated measurements of one config (a failure "
-        "counts 0), the same rule for every arm; spread = min - max over seeds"
-    )
-    if "smac" not in settings["arms"]:
-        notes.append("no smac arm in this run: the 'x smac' and 'trials to 95%' columns stay "
-                     "empty")
-    notes.append(f"trials: {settings['duration']:g} s measured after {settings['warmup']:g} s "
-                 "warm-up")
-    if ctx.space.params:
-        notes.append(f"peers' space ({ctx.space.source}): "
-                     + ", ".join(p.name for p in ctx.space.params))
-    notes.extend(ctx.notes)
-    return notes
-
-
-def progress_line(scenario: str) -> Callable[[TrialRecord], None]:
-    def show(rec: TrialRecord) -> None:
-        m = rec.measurement
-        result = f"{m.throughput_tps:,.0f} tps" if m.ok and m.throughput_tps is not None else (
-            f"failed: {(m.failure or 'no result')[:100]}")
-        where = "final" if rec.round < 0 else f"round {rec.round + 1}"
-        print(f"[{scenario}] seed {rec.seed} {where} {rec.arm} #{rec.index}: {result} "
-              f"({rec.wall_s:.1f} s)", file=sys.stderr, flush=True)
-
-    return show
-
-
-def run_scenario(scn: Scenario, settings: dict[str, Any], args: argparse.Namespace,
-                 open_ctx: Callable[..., ScenarioContext], out: Path) -> report.ScenarioResult:
-    print(f"\n== {scn.name}: {scn.title()}", file=sys.stderr, flush=True)
-    if scn.emulated_pmem:
-        print(EMULATION_NOTE, file=sys.stderr)
-    t0 = time.monotonic()
-    ctx = open_ctx(scn, settings, duration=settings["duration"], warmup=settings["warmup"],
-                   disk_dir=args.disk_dir, scale=args.scale, clients=args.clients)
-    try:
-        scn = ctx.scenario  # with --scale/--clients applied
-        arms = make_arms(settings["arms"], ctx, args.ceiling_base)
-        seeds = list(range(settings["seeds"]))
-        budget = max(settings["budgets"])
-        records, statuses = run_interleaved(ctx.evaluator, ctx.space, arms, budget=budget,
-                                            seeds=seeds, progress=progress_line(scn.name))
-    finally:
-        ctx.close()
-    rows = stats.compute(records, statuses, settings["budgets"], seeds)
-    result = report.ScenarioResult(
-        scn.name, scn.title(), settings["budgets"], seeds, records, statuses, rows,
-        notes=scenario_notes(scn, settings, ctx), wall_s=time.monotonic() - t0,
-        meta={**ctx.meta, "engine": scn.engine, "flavour": scn.flavour,
-              "version": scn.version, "workload": scn.workload, "placement": scn.placement,
-              "emulated_pmem": scn.emulated_pmem, "scale": scn.scale, "clients": scn.clients},
-    )
-    if not args.no_plot:
-        try:
-            result.plot = report.plot_convergence(result, out / f"{scn.name}.png")
-        except ImportError as exc:
-            result.notes.append(f"no plot: {exc} (pip install matplotlib)")
-    return result
-
-
-def main(argv: list[str] | None = None,
-         open_ctx: Callable[..., ScenarioContext] = open_context) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        data = load_data()
-        if args.list:
-            for s in data["scenarios"]:
-                print(f"{s.name}: {s.title()}")
-            return 0
-        settings = plan(args, data)
+        arms = args.arms.split(",") if args.arms else list(ARM_NAMES)
+        unknown = [a for a in arms if a not in ARM_NAMES]
+        if unknown:
+            raise UsageError(f"unknown arm {', '.join(unknown)} (arms: {', '.join(ARM_NAMES)})")
+        if args.seeds < 1:
+            raise UsageError("--seeds must be >= 1")
+        data_dir = Path(args.data_dir)
+        names = args.scenario or sorted(p.stem for p in data_dir.glob("*.jsonl"))
+        missing = [n for n in names if not dataset.rows_path(n, data_dir).exists()]
+        if missing:
+            raise UsageError(f"no dataset for {', '.join(missing)} in {data_dir} "
+                             "(make bench-collect SCENARIO=...)")
+        if not names:
+            raise UsageError(f"no datasets in {data_dir} (make bench-collect SCENARIO=...)")
+        settings = {"arms": arms, "budgets": args.budgets, "seeds": args.seeds,
+                    "accept_poor": args.accept_poor, "jobs": max(1, args.jobs)}
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        meta = {
-            "mode": "smoke" if args.smoke else "full",
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
-            "arms": settings["arms"], "budgets": settings["budgets"], "seeds": settings["seeds"],
-            "duration_s": settings["duration"], "warmup_s": settings["warmup"],
-            "ceiling_base": args.ceiling_base,
-        }
+        meta = {"mode": "surrogate", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "host": platform.node(), "cpus": os.cpu_count(),
+                "python": platform.python_version(), **settings}
         results: list[report.ScenarioResult] = []
         skipped: list[dict[str, str]] = []
-        for scn in settings["scenarios"]:
-            try:
-                results.append(run_scenario(scn, settings, args, open_ctx, out))
-            except (Interrupted, KeyboardInterrupt):
-                raise
-            except AdvisorError as exc:  # this scenario cannot run here; the others may
-                print(f"[{scn.name}] not run: {exc}", file=sys.stderr)
-                skipped.append({"name": scn.name, "title": scn.title(), "reason": str(exc)})
-            # Write after every scenario: a long run interrupted later keeps what it measured.
-            write_outputs(results, skipped, meta, out, args.json)
+        for name in names:
+            print(f"\n== {name}", file=sys.stderr, flush=True)
+            data = surrogate.load_scenario(name, data_dir)
+            res = run_scenario(data, settings, data_dir, out, not args.no_plot)
+            if isinstance(res, str):
+                print(f"[{name}] {res}", file=sys.stderr)
+                skipped.append({"name": name, "title": name, "reason": res})
+            else:
+                results.append(res)
+            write_outputs(results, skipped, meta, out)
         for res in results:
             print(report.markdown(res))
         for s in skipped:
-            print(f"### {s['name']}: {s['title']}\n\nnot run: {s['reason']}\n")
-        print(f"results: {out}/report.md, {out}/results.json"
-              + (f", {args.json}" if args.json else ""), file=sys.stderr)
-        return 3 if skipped else 0
+            print(f"### {s['name']}\n\n{s['reason']}\n")
+        print(f"results: {out}/report.md, {out}/results.json", file=sys.stderr)
+        return 0
     except (Interrupted, KeyboardInterrupt):
         print("interrupted", file=sys.stderr)
         return Interrupted.exit_code
@@ -236,14 +425,11 @@ def main(argv: list[str] | None = None,
 
 
 def write_outputs(results: list[report.ScenarioResult], skipped: list[dict[str, str]],
-                  meta: dict[str, Any], out: Path, json_path: str | None) -> None:
+                  meta: dict[str, Any], out: Path) -> None:
     md = "".join(report.markdown(r) + "\n" for r in results)
-    md += "".join(f"### {s['name']}: {s['title']}\n\nnot run: {s['reason']}\n\n"
-                  for s in skipped)
-    (out / "report.md").write_text(md)
+    md += "".join(f"### {s['name']}\n\n{s['reason']}\n\n" for s in skipped)
+    write_file_safely(out / "report.md", md, backup=False)
     report.write_json(results, out / "results.json", meta, skipped)
-    if json_path:
-        report.write_json(results, json_path, meta, skipped)
 
 
 if __name__ == "__main__":

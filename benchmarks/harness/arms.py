@@ -8,15 +8,12 @@ anything itself: it proposes a config and is told the measurement.
 from __future__ import annotations
 
 import importlib.util
-import queue
 import shutil
 import tempfile
-import threading
 from abc import ABC, abstractmethod
 from typing import Any
 
-from pmem_advisor.errors import Interrupted
-from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
+from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
 
 from .space import SearchSpace, configspace, from_configspace, optuna_distributions
 
@@ -31,7 +28,6 @@ def objective(m: Measurement) -> float:
 class Arm(ABC):
     name: str = ""
     searching = True  # False: a fixed config, measured once per seed
-    final = False  # True: measured after the interleaved rounds of a seed (needs their best)
     note = ""  # one line for the report (what the arm is, how it was set up)
 
     def __init__(self) -> None:
@@ -100,43 +96,6 @@ class RulesArm(FixedArm):
         return space.rules
 
 
-class CeilingArm(FixedArm):
-    """Durability off on top of a safe config: the limit no safe config can pass.
-
-    ``base="best"``: the best safe config any arm measured in the same seed (so it runs after
-    the interleaved rounds); ``base="rules"``: the rules-only config (runs in round 0).
-    """
-
-    def __init__(self, base: str = "best") -> None:
-        super().__init__("ceiling")
-        self.base = base
-        self.final = base == "best"
-        self.note = (
-            "durability off on top of the best safe config measured in the same seed"
-            if self.final
-            else "durability off on top of the rules-only config"
-        )
-        self._best: TrialConfig | None = None
-
-    def prepare(self, space: SearchSpace) -> None:
-        self.unavailable = None
-        if not space.durability_off:
-            self.unavailable = "no durability-off settings known for this engine"
-        elif self.base == "rules" and space.rules is None:
-            self.unavailable = f"rules config missing: {space.rules_note or 'unknown reason'}"
-
-    def set_best(self, config: TrialConfig | None) -> None:
-        self._best = config
-
-    def config_for(self, space: SearchSpace) -> TrialConfig | None:
-        base = (self._best or space.default) if self.final else space.rules
-        if base is None:
-            return None
-        return TrialConfig(
-            params={**base.params, **space.durability_off}, init_params=dict(base.init_params)
-        )
-
-
 class SearchArm(Arm):
     """Shared bookkeeping of the searching arms: the budget and an empty-space guard."""
 
@@ -198,7 +157,8 @@ class SmacArm(SearchArm):
     """
 
     name = "smac"
-    note = "SMAC3 HyperparameterOptimizationFacade, deterministic, no rules"
+    note = ("SMAC3 HyperparameterOptimizationFacade (its random forest and EI), deterministic, "
+            "no rules")
 
     def prepare(self, space: SearchSpace) -> None:
         super().prepare(space)
@@ -217,8 +177,14 @@ class SmacArm(SearchArm):
             seed=seed,
             output_directory=f"{self._tmp}/smac",
         )
+        # SMAC's own random forest with the facade's settings, two costs removed that change
+        # nothing it learns: n_jobs=-1 waits on joblib workers, and its leaf cap of 2**20 (which
+        # a few hundred points can never reach) makes sklearn pick its best-first builder,
+        # ~70x slower per tree than the depth-first one that grows the same kind of tree.
+        model = HyperparameterOptimizationFacade.get_model(scenario)
+        model._rf_opts.update(n_jobs=1, max_leaf_nodes=None)
         self.facade = HyperparameterOptimizationFacade(
-            scenario, _not_called, overwrite=True, logging_level=40
+            scenario, _not_called, model=model, overwrite=True, logging_level=40
         )
 
     def ask(self) -> TrialConfig:
@@ -239,86 +205,3 @@ class SmacArm(SearchArm):
 
 def _not_called(config: Any, seed: int = 0) -> float:  # SMAC wants a target; we ask/tell
     raise RuntimeError("the harness measures trials itself")
-
-
-class _Relay(Evaluator):
-    """The evaluator a loop-owning tuner sees: hands each config to the harness and waits.
-
-    Raises ``Interrupted`` in the tuner's thread when the budget is spent or the harness
-    stops, which the Evaluator contract already makes every tuner clean up after.
-    """
-
-    def __init__(self, engine: str, flavour: str, version: str, budget: int) -> None:
-        self.engine, self.flavour, self.version = engine, flavour, version
-        self.requests: queue.Queue = queue.Queue()
-        self.replies: queue.Queue = queue.Queue()
-        self.left = budget
-
-    def evaluate(self, config: TrialConfig) -> Measurement:
-        if self.left <= 0:
-            raise Interrupted("benchmark budget spent")
-        self.left -= 1
-        self.requests.put(("config", config))
-        reply = self.replies.get()
-        if reply is None:
-            raise Interrupted("benchmark stopped")
-        return reply
-
-
-class LoopArm(SearchArm):
-    """A tuner that runs its own loop over an Evaluator, stepped one trial at a time.
-
-    The loop runs in a worker thread against a relay evaluator, so the harness interleaves
-    it with the other arms exactly like an ask/tell arm. Every ``evaluate`` call it makes is
-    one trial of its budget, repeats included.
-    """
-
-    engine = flavour = version = ""
-
-    @abstractmethod
-    def run_loop(self, evaluator: Evaluator, space: SearchSpace, budget: int, seed: int) -> None:
-        """Run the tuner to completion (or until the relay raises Interrupted)."""
-
-    def start(self, space: SearchSpace, budget: int, seed: int) -> None:
-        super().start(space, budget, seed)
-        self.error: str | None = None
-        self.relay = _Relay(self.engine, self.flavour, self.version, budget)
-        self.thread = threading.Thread(
-            target=self._main, args=(space, budget, seed), name=f"arm-{self.name}", daemon=True
-        )
-        self.thread.start()
-
-    def _main(self, space: SearchSpace, budget: int, seed: int) -> None:
-        try:
-            self.run_loop(self.relay, space, budget, seed)
-        except Interrupted:
-            pass
-        except Exception as exc:  # reported in the results, never swallowed silently
-            self.error = f"{type(exc).__name__}: {exc}"
-        finally:
-            self.relay.requests.put(("done", None))
-
-    def propose(self) -> TrialConfig | None:
-        if self.left <= 0:
-            return None
-        kind, config = self.relay.requests.get()
-        if kind == "done":
-            self.left = 0
-            self.thread.join(timeout=5)
-            return None
-        self.left -= 1
-        return config
-
-    def ask(self) -> TrialConfig:  # propose() is overridden; the loop picks the configs
-        raise NotImplementedError
-
-    def observe(self, config: TrialConfig, measurement: Measurement) -> None:
-        self.relay.replies.put(measurement)
-
-    def close(self) -> None:
-        thread = getattr(self, "thread", None)
-        if thread is not None and thread.is_alive():
-            self.relay.left = 0
-            self.relay.replies.put(None)  # wakes a loop waiting for a measurement
-            thread.join(timeout=30)
-        self.thread = None

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pmem_advisor.fileio import write_file_safely
+
 from .runner import ArmStatus, TrialRecord
 from .stats import ArmStats, best_curve, smac_target_budget
 
@@ -107,7 +109,7 @@ def write_json(results: Sequence[ScenarioResult], path: str | Path, meta: dict,
         "scenarios": [r.to_dict() for r in results]
         + [{**s, "skipped": s["reason"], "arms": []} for s in skipped],
     }
-    Path(path).write_text(json.dumps(data, indent=2, default=str) + "\n")
+    write_file_safely(path, json.dumps(data, indent=2, default=str) + "\n", backup=False)
 
 
 def convergence_series(result: ScenarioResult) -> dict[str, list[tuple[float, float, float]]]:
@@ -160,6 +162,10 @@ def plot_convergence(result: ScenarioResult, path: str | Path) -> str:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    write_file_safely(path, buf.getvalue(), backup=False)
     plt.close(fig)
     return str(path)

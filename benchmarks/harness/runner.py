@@ -14,8 +14,8 @@ from typing import Any
 
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 
-from .arms import Arm, LoopArm, objective
-from .space import SearchSpace, config_key
+from .arms import Arm
+from .space import SearchSpace
 
 
 @dataclass
@@ -23,7 +23,7 @@ class TrialRecord:
     arm: str
     seed: int
     index: int  # 1-based trial number of this arm in this seed
-    round: int  # interleaving round (0-based); the final phase is round -1
+    round: int  # interleaving round (0-based)
     config: TrialConfig
     measurement: Measurement
     wall_s: float  # propose + evaluate + observe: what this trial cost the arm
@@ -55,28 +55,6 @@ class ArmStatus:
     errors: list[str] = field(default_factory=list)  # a loop arm's crash, per seed
 
 
-def best_config(records: Sequence[TrialRecord]) -> TrialConfig | None:
-    """The config with the highest median measurement (failures count as 0): the same rule
-    the statistics use, so no arm profits from a lucky repeat."""
-    groups: dict[str, list[TrialRecord]] = {}
-    for r in records:
-        groups.setdefault(config_key(r.config), []).append(r)
-    best, best_value = None, None
-    for rs in groups.values():
-        if not any(r.measurement.ok for r in rs):
-            continue
-        value = _median([objective(r.measurement) for r in rs])
-        if best_value is None or value > best_value:
-            best, best_value = rs[0].config, value
-    return best
-
-
-def _median(values: Sequence[float]) -> float:
-    s = sorted(values)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-
-
 def run_interleaved(
     evaluator: Evaluator,
     space: SearchSpace,
@@ -100,9 +78,7 @@ def run_interleaved(
     for seed in seeds:
         run = _SeedRun(evaluator, seed, progress, clock)
         try:
-            in_rounds = [a for a in usable if not a.final]
-            active = [a for a in in_rounds
-                      if run.start(a, space, budget if a.searching else 1)]
+            active = [a for a in usable if run.start(a, space, budget if a.searching else 1)]
             rnd = 0
             while active:
                 active = [a for a in active if not a.exhausted()]
@@ -113,19 +89,12 @@ def run_interleaved(
                     if not run.trial(arm, rnd):
                         active.remove(arm)
                 rnd += 1
-            best = best_config(run.records)
-            for arm in usable:
-                if arm.final:
-                    arm.set_best(best)  # type: ignore[attr-defined]
-                    if run.start(arm, space, 1):
-                        while run.trial(arm, -1):
-                            pass
         finally:
             for arm in usable:
                 arm.close()
         for arm, status in zip(arms, statuses, strict=True):
-            error = getattr(arm, "error", None) if isinstance(arm, LoopArm) else None
-            for err in filter(None, [error, run.failed.get(arm.name)]):
+            err = run.failed.get(arm.name)
+            if err:
                 status.errors.append(f"seed {seed}: {err}")
         records.extend(run.records)
     return records, statuses

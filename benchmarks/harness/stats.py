@@ -1,7 +1,8 @@
 """The figures per scenario, arm and budget, computed the same way for every arm.
 
 "Best throughput" of an arm after t trials: over the distinct configs it measured in its
-first t trials, the highest *median* of that config's measurements (a failure counts as 0).
+first t trials, the one with the highest *median* of its measurements (a failure counts as 0);
+on a surrogate server the arm is credited with that config's noise-free value.
 A config measured twice is never credited with its luckier run, whichever arm measured it.
 Budgets below the largest are prefixes of the same runs, not separate runs.
 """
@@ -24,17 +25,23 @@ TARGET_FRACTION = 0.95  # "trials to reach 95% of SMAC's best"
 def best_curve(records: Sequence[TrialRecord]) -> list[float | None]:
     """Best-so-far after each trial of one arm in one seed (records in trial order)."""
     groups: dict[str, list[float]] = {}
+    truth: dict[str, float] = {}  # a surrogate's noise-free value of the config, if known
     ok: set[str] = set()
     curve: list[float | None] = []
     best: float | None = None
     for r in sorted(records, key=lambda r: r.index):
         key = config_key(r.config)
         groups.setdefault(key, []).append(objective(r.measurement))
+        expected = (r.measurement.raw or {}).get("expected")
+        if expected is not None:
+            truth[key] = float(expected)
         if r.measurement.ok:
             ok.add(key)
         if key in ok:
             # The median of this config may drop with a repeat: recompute over all configs.
-            best = max(statistics.median(groups[k]) for k in ok)
+            # The arm picks by what it observed; it is credited with what that config is worth.
+            pick = max(ok, key=lambda k: statistics.median(groups[k]))
+            best = truth.get(pick, statistics.median(groups[pick]))
         curve.append(best)
     return curve
 

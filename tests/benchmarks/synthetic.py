@@ -56,3 +56,51 @@ def synthetic_space(with_rules: bool = True) -> SearchSpace:
         durability_off={"fsync": False},
         source="synthetic",
     )
+
+
+# ------------------------------------------------------------------ a synthetic dataset
+def tuner_space():
+    """The synthetic knobs as the tuner's SearchSpace (what the collector samples)."""
+    from pmem_advisor.tuner.space import SearchSpace as TunerSpace
+    from pmem_advisor.tuner.space import SpaceKnob
+
+    return TunerSpace("postgres", "postgresql", "18", [
+        SpaceKnob("x", "int", "restart", 10, low=1, high=100),
+        SpaceKnob("y", "real", "restart", 10.0, low=1.0, high=100.0, log=True),
+        SpaceKnob("mode", "enum", "restart", "a", choices=["a", "b"]),
+    ])
+
+
+def scenario_dict(name: str = "syn-pg", **over):
+    base = {"name": name, "engine": "postgres", "flavour": "postgresql", "version": "18",
+            "workload": "pgbench-tpcb", "scale": 1, "clients": 2, "medium": "disk",
+            "path": "/var/tmp", "memory_budget": "1G", "duration_s": 1, "warmup_s": 0,
+            "why": "a synthetic server for the tests"}
+    return {**base, **over}
+
+
+def collect_context(name: str = "syn-pg", seed: int = 0, noise: float = 0.03,
+                    evaluator: Evaluator | None = None, rules_x: int = 60, **over):
+    from benchmarks.collect import CollectContext
+    from benchmarks.scenario import validate
+
+    scn = validate(scenario_dict(name, **over))
+    space = tuner_space()
+    from benchmarks.collect import space_record
+
+    prov = {"scenario": scn.to_dict(), "space": space_record(space),
+            "rules": {"params": {"x": rules_x, "y": 25.0}, "init_params": {},
+                      "important": ["x"], "bounds": {}, "priors": {}}}
+    ev = evaluator or SyntheticEvaluator(seed=seed, noise=noise)
+    return CollectContext(scn, ev, space, TrialConfig(params={"x": rules_x, "y": 25.0}),
+                          {"fsync": False}, provenance=prov)
+
+
+def make_dataset(directory, name: str = "syn-pg", rows: int = 60, seed: int = 0,
+                 force: bool = False, **over):
+    """A dataset collected from the synthetic server by the real collector."""
+    from benchmarks.collect import collect
+
+    ctx = collect_context(name, seed, **over)
+    collect(ctx, directory, max_rows=rows, force=force, log=lambda s: None)
+    return ctx

@@ -1,0 +1,134 @@
+"""The collector on a synthetic server: the fixed order of points, resume and append, a torn
+last row, one collector per dataset, the screen's verdict, provenance with load averages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import dataset
+from benchmarks.collect import CYCLE, collect, point_for, screen_verdict
+from pmem_advisor.errors import EnvironmentProblem
+
+from .synthetic import collect_context, make_dataset
+
+
+def _rows(d, name="syn-pg"):
+    return dataset.read_rows(dataset.rows_path(name, d))
+
+
+def test_screen_first_then_sobol_cycles_with_repeats(tmp_path):
+    make_dataset(tmp_path, rows=9 + 2 * CYCLE)
+    kinds = [r["kind"] for r in _rows(tmp_path)]
+    assert kinds[:9] == ["default", "rules", "ceiling"] * 3
+    cycle = kinds[9:9 + CYCLE]
+    assert cycle.count("sobol") == 8 and "repeat-sobol" in cycle
+    assert cycle[-1] == "repeat-default" and kinds[9 + 2 * CYCLE - 1] == "repeat-rules"
+    rows = _rows(tmp_path)
+    sobol = [r["sobol"] for r in rows if r["kind"] == "sobol"]
+    assert sobol == list(range(16))
+    repeat = next(r for r in rows if r["kind"] == "repeat-sobol")
+    original = next(r for r in rows if r["kind"] == "sobol" and r["sobol"] == repeat["sobol"])
+    assert repeat["params"] == original["params"]
+    ceiling = [r for r in rows if r["kind"] == "ceiling"]
+    assert all(r["params"]["fsync"] is False for r in ceiling)
+
+
+def test_resume_appends_the_same_sequence_as_one_run(tmp_path):
+    one, split = tmp_path / "one", tmp_path / "split"
+    make_dataset(one, rows=25)
+    make_dataset(split, rows=11)
+    make_dataset(split, rows=14)
+    a, b = _rows(one), _rows(split)
+    assert [r["row"] for r in b] == list(range(25))
+    assert [(r["kind"], r["params"]) for r in a] == [(r["kind"], r["params"]) for r in b]
+    prov = dataset.read_json(dataset.provenance_path("syn-pg", split))
+    assert [(r["first_row"], r["rows_added"]) for r in prov["runs"]] == [(0, 11), (11, 14)]
+    assert prov["rows"] == 25
+
+
+def test_a_torn_last_row_is_cut_and_measured_again(tmp_path):
+    make_dataset(tmp_path, rows=5)
+    path = dataset.rows_path("syn-pg", tmp_path)
+    with open(path, "a") as f:
+        f.write('{"row": 5, "kind": "ceil')  # killed mid-write
+    make_dataset(tmp_path, rows=2)
+    rows = _rows(tmp_path)
+    assert [r["row"] for r in rows] == list(range(7))
+    assert all(line.startswith("{") for line in path.read_text().splitlines())
+
+
+def test_rows_record_load_averages_and_timing(tmp_path):
+    make_dataset(tmp_path, rows=3)
+    for r in _rows(tmp_path):
+        assert len(r["loadavg_before"]) == 3 and len(r["loadavg_after"]) == 3
+        assert r["started"].endswith("Z") and r["tps"] > 0 and r["ok"] is True
+
+
+def test_two_collectors_never_write_one_dataset(tmp_path):
+    path = dataset.rows_path("syn-pg", tmp_path)
+    with dataset.appender(path):
+        with pytest.raises(EnvironmentProblem, match="another process"):
+            make_dataset(tmp_path, rows=1)
+
+
+def test_screen_verdict_keeps_room_and_rejects_noise():
+    def rows(d, r, c):
+        out = []
+        for kind, values in (("default", d), ("rules", r), ("ceiling", c)):
+            out += [{"kind": kind, "ok": True, "tps": v} for v in values]
+        return out
+
+    kept, lines = screen_verdict(rows([100, 110, 90], [95, 105, 100], [160, 170, 150]), 3)
+    assert kept is True and any("ceiling's worst run beats" in s for s in lines)
+    kept, lines = screen_verdict(rows([100, 130, 90], [95, 105, 100], [120, 125, 115]), 3)
+    assert kept is False and "no room beyond the noise" in lines[-1]
+    kept, lines = screen_verdict(rows([100, 110, 105], [80, 85, 90], [160, 170, 150]), 3)
+    assert any("lost to the defaults in every run" in s for s in lines)
+    assert screen_verdict(rows([100], [], []), 3)[0] is None
+
+
+def test_a_scenario_without_room_stops_after_the_screen(tmp_path):
+    class Flat:
+        engine, flavour, version = "postgres", "postgresql", "18"
+
+        def __init__(self):
+            self.n = 0
+
+        def evaluate(self, config):
+            from pmem_advisor.tuner.evaluator import Measurement
+
+            self.n += 1
+            return Measurement(ok=True, throughput_tps=[100.0, 130.0, 90.0][self.n % 3])
+
+        def close(self):
+            pass
+
+    ctx = collect_context(evaluator=Flat())
+    added = collect(ctx, tmp_path, max_rows=30, log=lambda s: None)
+    assert added == 9  # the screen only
+    prov = json.loads(dataset.provenance_path("syn-pg", tmp_path).read_text())
+    assert "not kept" in prov["screen"][-1]
+    assert collect(ctx, tmp_path, max_rows=3, force=True, log=lambda s: None) == 3
+
+
+def test_point_for_is_a_function_of_the_row_number():
+    ctx = collect_context()
+    assert point_for(40, ctx).config == point_for(40, ctx).config
+    assert point_for(9, ctx).kind == "sobol" and point_for(9, ctx).sobol == 0
+
+
+def test_a_resumed_dataset_keeps_its_rules_and_space(tmp_path):
+    make_dataset(tmp_path, rows=5)
+    ctx = collect_context(rules_x=80)  # the rules moved since the dataset began
+    ctx.space.knobs[0].high = 200  # and so did a range
+    logged = []
+    collect(ctx, tmp_path, max_rows=3, log=logged.append)
+    rows = _rows(tmp_path)
+    assert [r["params"] for r in rows if r["kind"] == "rules"] == [{"x": 60, "y": 25.0}] * 3
+    prov = dataset.read_json(dataset.provenance_path("syn-pg", tmp_path))
+    assert prov["rules"]["params"]["x"] == 60 and prov["rules_now"]["params"]["x"] == 80
+    assert prov["space"][0]["high"] == 100 and prov["space_now"][0]["high"] == 200
+    assert any("rules-only config changed" in s for s in logged)
+    assert any("space changed" in s for s in logged)

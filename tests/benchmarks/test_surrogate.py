@@ -1,0 +1,85 @@
+"""The surrogate: fitted and checked on held-out folds, refused when poor, noise from the
+measured repeats, measured fixed points answered from their own runs, arms credited with the
+noise-free value of the config they picked."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks import surrogate
+from benchmarks.harness import stats
+from benchmarks.harness.runner import TrialRecord
+from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
+
+from .synthetic import SyntheticEvaluator, make_dataset
+
+
+def test_a_learnable_dataset_fits_well(tmp_path):
+    make_dataset(tmp_path, rows=60)
+    data = surrogate.load_scenario("syn-pg", tmp_path)
+    x, y = data.training()
+    ceilings = [r for r in data.rows if r["kind"] in ("ceiling", "repeat-ceiling")]
+    assert len(ceilings) == 4 and x.shape == (60 - 4, 3)  # durability off: not training data
+    fit = surrogate.fit(x, y)
+    assert fit.refused is None, fit.refused
+    assert set(fit.cv) == {"random-forest", "gradient-boosting"}
+    assert fit.kind == max(fit.cv, key=fit.cv.get)
+    ev = surrogate.SurrogateEvaluator(data, fit)
+    truth = SyntheticEvaluator(noise=0)
+    good, bad = {"x": 70, "y": 30.0, "mode": "b"}, {"x": 5, "y": 90.0, "mode": "a"}
+    assert ev.expected(TrialConfig(params=good)) > ev.expected(TrialConfig(params=bad))
+    assert truth.true_tps(TrialConfig(params=good)) > truth.true_tps(TrialConfig(params=bad))
+
+
+def test_pure_noise_is_refused():
+    rng = np.random.default_rng(0)
+    x, y = rng.random((40, 3)), rng.random(40) * 1000
+    fit = surrogate.fit(x, y)
+    assert fit.refused and "too poor" in fit.refused
+
+
+def test_noise_comes_from_the_repeats(tmp_path):
+    make_dataset(tmp_path, rows=30, noise=0.05)
+    data = surrogate.load_scenario("syn-pg", tmp_path)
+    ratios = surrogate.noise_ratios(data.rows)
+    assert len(ratios) >= 9  # defaults, rules, ceiling three times each at least
+    assert 0.01 < float(np.std(ratios)) < 0.15
+
+
+def test_measured_points_answer_with_their_own_runs(tmp_path):
+    make_dataset(tmp_path, rows=30)
+    data = surrogate.load_scenario("syn-pg", tmp_path)
+    fit = surrogate.fit(*data.training())
+    ev = surrogate.SurrogateEvaluator(data, fit, seed=3)
+    defaults = data.fixed("default")
+    for _ in range(5):
+        m = ev.evaluate(TrialConfig())
+        assert m.throughput_tps in defaults
+        assert m.raw["expected"] == sum(defaults) / len(defaults)
+    ceiling = ev.evaluate(data.fixed_config("ceiling"))
+    assert ceiling.throughput_tps in data.fixed("ceiling")
+
+
+def test_arms_are_credited_with_the_value_of_the_config_they_picked():
+    a, b = TrialConfig(params={"x": 1}), TrialConfig(params={"x": 2})
+
+    def rec(i, cfg, seen, worth):
+        m = Measurement(ok=True, throughput_tps=seen, raw={"expected": worth})
+        return TrialRecord("t", 0, i, i, cfg, m, 0.0)
+
+    # b looked best (a lucky draw) and is credited with what it is worth, not what was seen
+    curve = stats.best_curve([rec(1, a, 100, 100), rec(2, b, 150, 90)])
+    assert curve == [100, 90]
+
+
+def test_the_fast_forest_prediction_is_the_forests_own():
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+
+    rng = np.random.default_rng(1)
+    x, y = rng.random((30, 4)), rng.random(30)
+    for model in (RandomForestRegressor(n_estimators=20, random_state=0).fit(x, y),
+                  GradientBoostingRegressor(n_estimators=20, random_state=0).fit(x, y)):
+        row = list(rng.random(4))
+        assert surrogate.predict(model, row) == pytest.approx(model.predict([row])[0],
+                                                              rel=1e-6)
