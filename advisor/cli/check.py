@@ -1,84 +1,68 @@
 """`pmem-advisor check`: a pre-deployment gate for the host, a config file or a running server.
 
-Exit 0 when no finding reaches ``--fail-on``, 1 when one does, 2 on bad input. JUnit XML for CI.
+The papers' rules (``rules/catalog``, through ``rules.check``) and the pre-deployment checks
+(``rules/checks``: durability, values, memory, connections, end of life, PMEM host, live
+status) report findings; ``--diff`` compares a running server with what ``recommend`` sets.
+
+Exit codes: 0 no finding at or above ``--fail-on``, 1 findings, 2 bad input (a bad value on the
+command line, an unreadable or mismatched config, a malformed DSN), 3 environment (the server
+cannot be reached). JUnit XML for CI (``--format junit``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from urllib.parse import parse_qs, unquote, urlparse
-from xml.sax.saxutils import escape, quoteattr
+import socket
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 
 import typer
 
 from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
-from pmem_advisor.cli.recommend import installed_version, load_profile, split_engine
-from pmem_advisor.errors import EXIT_FINDINGS, InputError, UsageError
+from pmem_advisor.cli.recommend import (
+    check_memory_fits_host,
+    installed_version,
+    load_profile,
+    parse_memory,
+    split_engine,
+)
+from pmem_advisor.errors import EXIT_FINDINGS, EnvironmentProblem, InputError, UsageError
 
 FORMATS = ("text", "json", "junit")
+SCHEMA = "pmem-advisor.check/1"
 
 
-# ---------------------------------------------------------------- DSNs, never printing a password
-def dsn_engine(dsn: str) -> str:
-    low = dsn.strip().lower()
-    if low.startswith(("postgres://", "postgresql://")):
-        return "postgres"
-    if low.startswith(("mysql://", "mariadb://")):
-        return "mysql"
-    keys = set(_kv(dsn))
-    if keys & {"socket", "unix_socket"}:
-        return "mysql"
-    return "postgres"
-
-
-def _kv(dsn: str) -> dict[str, str]:
-    """libpq-style ``key=value key='quoted value'`` pairs."""
-    pairs = re.findall(r"(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", dsn)
-    return {k.lower(): v[1:-1].replace("\\'", "'") if v.startswith("'") else v for k, v in pairs}
-
-
-def redact(dsn: str) -> str:
-    """The DSN with any password replaced, for messages."""
-    text = re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", dsn, flags=re.I)
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", text)
-
-
-def _scrub(message: str, dsn: str) -> str:
-    secret = _kv(dsn).get("password") or (urlparse(dsn).password if "://" in dsn else None)
-    text = " ".join(str(message).split())
-    return text.replace(secret, "***") if secret else text
-
-
-def _mysql_params(dsn: str) -> dict:
-    if "://" in dsn:
-        u = urlparse(dsn)
-        q = {k: v[0] for k, v in parse_qs(u.query).items()}
-        params = {"user": unquote(u.username or "root"), "password": unquote(u.password or ""),
-                  "host": u.hostname or "localhost", "port": u.port or 3306,
-                  "database": (u.path or "/").lstrip("/") or None}
-        if "unix_socket" in q or "socket" in q:
-            params["unix_socket"] = q.get("unix_socket") or q.get("socket")
-        return params
-    kv = _kv(dsn)
-    params = {"user": kv.get("user", "root"), "password": kv.get("password", ""),
-              "host": kv.get("host", "localhost"), "port": int(kv.get("port", 3306)),
-              "database": kv.get("database") or kv.get("dbname")}
-    if kv.get("socket") or kv.get("unix_socket"):
-        params["unix_socket"] = kv.get("socket") or kv.get("unix_socket")
-    return params
-
-
+# ---------------------------------------------------------------- running servers
 def read_server(dsn: str, engine: str) -> dict:
-    """Settings, data/WAL directories, version and CPUs of a running server."""
+    """Settings, status counters, data/WAL directories, version and pid of a running server.
+    A DSN that cannot be parsed is bad input (2); a server that cannot be reached is an
+    environment problem (3); the password is never printed."""
+    from pmem_advisor.connection import mysql_connect_kwargs, parse_dsn, redact_dsn, scrub
+
+    # InputError (exit 2, redacted) for a malformed DSN, before any connection attempt
+    mysql_connect_kwargs(dsn) if engine == "mysql" else parse_dsn(dsn)
     try:
-        if engine == "postgres":
-            return _read_pg(dsn)
-        return _read_mysql(dsn)
+        return _read_pg(dsn) if engine == "postgres" else _read_mysql(dsn)
+    except (UsageError, EnvironmentProblem):
+        raise
     except Exception as e:  # the drivers' errors, scrubbed of the password
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InputError(f"cannot read the server at {redact(dsn)}: "
-                         f"{_scrub(first, dsn)}") from None
+        lines = str(e).strip().splitlines()
+        first = lines[0] if lines else type(e).__name__
+        raise EnvironmentProblem(f"cannot read the server at {redact_dsn(dsn)}: "
+                                 f"{scrub(first, dsn)}") from None
+
+
+def is_local(dsn: str, engine: str) -> bool:
+    """Whether the DSN reaches a server on this host (a unix socket or a loopback address)."""
+    from pmem_advisor.connection import mysql_connect_kwargs, parse_dsn
+
+    params = mysql_connect_kwargs(dsn) if engine == "mysql" else parse_dsn(dsn)
+    if params.get("unix_socket"):
+        return True
+    hosts = [h.strip() for h in str(params.get("host") or "").split(",")]
+    return all(not h or h.startswith("/") or h in ("localhost", "127.0.0.1", "::1")
+               for h in hosts)
 
 
 def _read_pg(dsn: str) -> dict:
@@ -87,67 +71,136 @@ def _read_pg(dsn: str) -> dict:
     with psycopg.connect(dsn, connect_timeout=5, autocommit=True) as conn:
         rows = conn.execute("SELECT name, setting FROM pg_settings").fetchall()
         settings = {n.lower(): v for n, v in rows}
-        pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        status = _pg_status(conn, int(settings.get("server_version_num") or 0))
     data = settings.get("data_directory")
+    pid = _pid_file(os.path.join(data, "postmaster.pid")) if data else None  # the postmaster:
+    # our own backend (pg_backend_pid) is gone once we disconnect
     wal = os.path.join(data, "pg_wal") if data else None
     if wal and os.path.islink(wal):
         wal = os.path.realpath(wal)
     version = settings.get("server_version", "").split()[0] or None
     return {"engine": "postgres", "flavour": "postgresql", "version": version,
-            "settings": settings, "data_dir": data, "wal_dir": wal, "pid": pid}
+            "settings": settings, "status": status, "data_dir": data, "wal_dir": wal,
+            "pid": pid}
+
+
+def _pg_status(conn, version_num: int) -> dict:
+    """Counters since the last statistics reset (pg_stat_database, checkpoints, backends)."""
+    row = conn.execute(
+        "SELECT coalesce(sum(blks_hit), 0), coalesce(sum(blks_read), 0),"
+        " coalesce(sum(temp_files), 0), coalesce(sum(temp_bytes), 0),"
+        " coalesce(sum(xact_commit), 0), coalesce(sum(xact_rollback), 0),"
+        " coalesce(sum(deadlocks), 0),"
+        " extract(epoch FROM now() - min(stats_reset)),"
+        " extract(epoch FROM now() - pg_postmaster_start_time())"
+        " FROM pg_stat_database").fetchone()
+    keys = ("blks_hit", "blks_read", "temp_files", "temp_bytes", "xact_commit",
+            "xact_rollback", "deadlocks", "stats_age_s", "uptime_s")
+    status = {k: (float(v) if v is not None else None) for k, v in zip(keys, row, strict=True)}
+    if version_num >= 170000:  # PostgreSQL 17 moved the counters to pg_stat_checkpointer
+        sql = ("SELECT num_timed, num_requested, extract(epoch FROM now() - stats_reset)"
+               " FROM pg_stat_checkpointer")
+    else:
+        sql = ("SELECT checkpoints_timed, checkpoints_req, extract(epoch FROM now() -"
+               " stats_reset) FROM pg_stat_bgwriter")
+    timed, req, age = conn.execute(sql).fetchone()
+    status.update(checkpoints_timed=float(timed), checkpoints_req=float(req),
+                  checkpoint_stats_age_s=float(age) if age is not None else None)
+    status["backends"] = float(conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+    ).fetchone()[0])
+    return status
 
 
 def _read_mysql(dsn: str) -> dict:
-    import pymysql
+    from pmem_advisor.connection import mysql_connect_kwargs
+    from pmem_advisor.mysql_driver import connect
 
-    conn = pymysql.connect(connect_timeout=5, **_mysql_params(dsn))
+    conn = connect(**mysql_connect_kwargs(dsn), connect_timeout=5)
     try:
-        with conn.cursor() as cur:
-            cur.execute("SHOW GLOBAL VARIABLES")
-            settings = {str(n).lower(): str(v) for n, v in cur.fetchall()}
-            cur.execute("SELECT CONNECTION_ID()")
+        cur = conn.cursor()  # mysql-connector's cursor is no context manager
+        cur.execute("SHOW GLOBAL VARIABLES")
+        settings = {_text(n).lower(): _text(v) for n, v in cur.fetchall()}
+        cur.execute("SHOW GLOBAL STATUS")
+        status = {_text(n): _text(v) for n, v in cur.fetchall()}
+        cur.close()
     finally:
         conn.close()
     ver = settings.get("version", "")
     data = settings.get("datadir", "").rstrip("/") or None
     home = settings.get("innodb_log_group_home_dir") or "./"
     wal = os.path.normpath(os.path.join(data, home)) if data else None
-    pid = None
-    try:
-        with open(settings.get("pid_file", ""), encoding="utf-8") as f:
-            pid = int(f.read().strip())
-    except (OSError, ValueError):
-        pass
+    pid = _pid_file(settings.get("pid_file", ""))
     return {"engine": "mysql", "flavour": "mariadb" if "mariadb" in ver.lower() else "mysql",
             "version": re.split(r"[-+]", ver)[0] or None, "settings": settings,
-            "data_dir": data, "wal_dir": wal, "pid": pid}
+            "status": status, "data_dir": data, "wal_dir": wal, "pid": pid}
 
 
-def _server_cpus(pid: int | None) -> tuple[int, ...] | None:
-    if not pid:
+def _pid_file(path: str) -> int | None:
+    """The pid on the first line of a server's pid file (None when unreadable: another host)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return int(f.readline().strip())
+    except (OSError, ValueError):
         return None
+
+
+def _text(value) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes | bytearray) else str(value)
+
+
+def _server_binding(pid: int | None) -> tuple[tuple[int, ...] | None, list[int] | None]:
+    """The CPUs and memory nodes a server process may use (/proc/PID/status)."""
+    if not pid:
+        return None, None
+    from pmem_advisor.probes.reading import parse_cpulist
+
+    found = {}
     try:
         with open(f"/proc/{pid}/status", encoding="utf-8") as f:
-            line = next(x for x in f if x.startswith("Cpus_allowed_list:"))
-    except (OSError, StopIteration):
-        return None
-    cpus: list[int] = []
-    for part in line.split(":", 1)[1].strip().split(","):
-        lo, _, hi = part.partition("-")
-        if lo.strip().isdigit():
-            cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return tuple(cpus)
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("Cpus_allowed_list", "Mems_allowed_list"):
+                    found[key] = parse_cpulist(value.strip())
+    except OSError:
+        return None, None
+    cpus = found.get("Cpus_allowed_list")
+    return (tuple(cpus) if cpus else None), found.get("Mems_allowed_list")
 
 
 # ---------------------------------------------------------------- config files
-def read_config(path: str, engine: str | None, flavour: str | None, version: str | None
-                ) -> tuple[str, dict]:
-    if not os.path.isfile(path):
+def sniff_config(path: str) -> tuple[str, list[str]]:
+    """('mysql'|'postgres', my.cnf groups) of a config file; one-line errors for a missing,
+    non-regular or binary file."""
+    from pmem_advisor.knobs.configfile import read_head
+
+    if not os.path.exists(path):
         raise InputError(f"--config {path}: no such file")
-    if engine is None:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-        engine = "mysql" if re.search(r"^\s*\[(mysqld|mariadb|server)", text, re.M) else "postgres"
+    if os.path.isdir(path):
+        raise InputError(f"--config {path}: a directory, not a config file")
+    text = read_head(path, 1 << 20)  # InputError for FIFOs, devices and directories
+    if "\0" in text:
+        raise InputError(f"--config {path}: binary data (NUL byte), not a config file")
+    groups = re.findall(r"^\s*\[([^\]]+)\]", text, re.M)
+    if groups:
+        return "mysql", groups
+    if re.search(r"^\s*[A-Za-z_][\w.]*\s*=", text, re.M):
+        return "postgres", groups
+    return "postgres", groups
+
+
+def read_config(path: str, engine: str, flavour: str | None, version: str | None
+                ) -> tuple[dict, dict, frozenset]:
+    """(settings, where, loose) of a config file; a file written for the other engine or
+    flavour is refused with one line (exit 2)."""
+    kind, groups = sniff_config(path)
+    if engine == "postgres" and kind == "mysql":
+        raise UsageError(f"--config {path} is a MySQL/MariaDB option file ([{groups[0]}] "
+                         "groups) but the target is PostgreSQL", hint="use --db mysql|mariadb")
+    if engine == "mysql" and kind == "postgres":
+        raise UsageError(f"--config {path} has no [mysqld] group: it looks like a "
+                         "postgresql.conf, not a MySQL/MariaDB option file",
+                         hint="use --db postgres")
     if engine == "postgres":
         from pmem_advisor.knobs.parse_pg import parse_postgresql_conf
 
@@ -156,95 +209,351 @@ def read_config(path: str, engine: str | None, flavour: str | None, version: str
         from pmem_advisor.knobs.parse_mycnf import parse_mycnf
 
         parsed = parse_mycnf(path, flavour=flavour, version=version)
-    return engine, {name: ("ON" if e.value is None else e.value)
-                    for name, e in parsed.effective().items()}
+        if parsed.ignored and not parsed.entries:
+            skipped = "], [".join(sorted({e.group or "" for e in parsed.ignored}))
+            target = " ".join(x for x in (flavour or "MySQL", version) if x)
+            raise UsageError(f"--config {path}: every setting is in groups a {target} server "
+                             f"does not read ([{skipped}])",
+                             hint="is the flavour right? --db mariadb|mysql")
+    eff = parsed.effective()
+    settings = {n: ("ON" if e.value is None else e.value) for n, e in eff.items()}
+    where = {n: e.where for n, e in eff.items()}
+    loose = frozenset(n for n, e in eff.items() if e.loose)
+    return settings, where, loose
 
 
 # ---------------------------------------------------------------- output
-def junit(findings, fail_on: str) -> str:
+def junit(findings, fail_on: str, *, name: str = "pmem-advisor check",
+          notes: list[str] = ()) -> str:
+    """JUnit XML: <testsuites> with counts and a timestamp, one testcase per finding; findings
+    below --fail-on are passing testcases whose name and system-out carry the severity."""
+    import xml.etree.ElementTree as ET
+
     from pmem_advisor.rules.model import severity_rank
 
     limit = severity_rank(fail_on)
     failing = [f for f in findings if severity_rank(f.severity) >= limit]
-    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             f'<testsuite name="pmem-advisor check" tests="{max(1, len(findings))}" '
-             f'failures="{len(failing)}">']
+    stamp = datetime.now(UTC).replace(microsecond=0).isoformat()
+    counts = {"tests": str(max(1, len(findings))), "failures": str(len(failing)),
+              "errors": "0", "skipped": "0", "time": "0"}
+    suites = ET.Element("testsuites", {"name": name, **counts, "timestamp": stamp})
+    suite = ET.SubElement(suites, "testsuite", {"name": name, **counts, "timestamp": stamp,
+                                                "hostname": socket.gethostname()})
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", {"name": "fail-on", "value": fail_on})
+    for sev in ("fail", "warn", "info"):
+        n = sum(1 for f in findings if f.severity == sev)
+        ET.SubElement(props, "property", {"name": f"findings.{sev}", "value": str(n)})
+    for i, note in enumerate(notes):  # caveats (tmpfs standing in for PMEM, budget) reach CI
+        ET.SubElement(props, "property", {"name": f"note.{i + 1}", "value": note})
+    if notes:
+        ET.SubElement(suite, "system-out").text = "\n".join(notes)
     if not findings:
-        lines.append('  <testcase classname="pmem-advisor" name="no findings"/>')
+        ET.SubElement(suite, "testcase", {"classname": "pmem-advisor", "name": "no findings",
+                                          "time": "0"})
     for f in findings:
-        name = quoteattr(f"{f.rule} {f.subject}")
-        lines.append(f'  <testcase classname="pmem-advisor.{f.rule}" name={name}>')
-        body = escape(f"{f.message}" + (f"\nfix: {f.fix}" if f.fix else "")
-                      + f"\ninsights: {', '.join(f.insights)}")
+        case = ET.SubElement(suite, "testcase", {
+            "classname": f"pmem-advisor.{f.rule}", "time": "0",
+            "name": f"[{f.severity}] {f.rule} {f.subject}"})
+        body = f.message + (f"\nfix: {f.fix}" if f.fix else "") + (
+            f"\ninsights: {', '.join(f.insights)}" if f.insights else "")
         if severity_rank(f.severity) >= limit:
-            lines.append(f'    <failure type="{f.severity}" message={quoteattr(f.message)}>'
-                         f"{body}</failure>")
+            fail = ET.SubElement(case, "failure", {"type": f.severity, "message": f.message})
+            fail.text = body
         else:
-            lines.append(f"    <system-out>{f.severity}: {body}</system-out>")
-        lines.append("  </testcase>")
-    lines.append("</testsuite>")
-    return "\n".join(lines) + "\n"
+            ET.SubElement(case, "system-out").text = f"{f.severity}: {body}"
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
+# ---------------------------------------------------------------- --diff
+def server_diff(rec, settings: dict, catalog, flavour: str, version: str | None) -> list[dict]:
+    """What ``recommend`` would change on the running server, with the statement that sets it
+    and whether a restart is needed (the catalog's scope)."""
+    from pmem_advisor.knobs.parse_mycnf import quote_value
+    from pmem_advisor.knobs.parse_pg import quote
+    from pmem_advisor.knobs.version import parse_version
+
+    rows = []
+    for s in rec.settings:
+        if catalog is None or s.name not in catalog:
+            continue
+        knob = catalog.get(s.name)
+        now = settings.get(s.name)
+        if now is None:
+            continue
+        try:
+            same = knob.same(knob.parse(now, check_range=False), s.value)
+        except UsageError:
+            same = False
+        if same:
+            continue
+        restart = knob.scope in ("restart", "reinit", "compile")
+        if knob.scope in ("reinit", "compile"):
+            sql, how = None, knob.init_option or "re-initialise the data directory"
+        elif flavour == "postgresql":
+            sql = f"ALTER SYSTEM SET {s.name} = {quote(s.text)};"
+            how = "restart the server" if restart else "SELECT pg_reload_conf();"
+        else:
+            value = s.value
+            lit = (str(int(value)) if isinstance(value, bool) else str(value)
+                   if isinstance(value, int | float) else "'" + str(value).replace("'", "''")
+                   + "'")
+            cnf = f"[mysqld] {s.name} = {quote_value(s.text)}"
+            if flavour == "mysql" and parse_version(version or "8.0")[0] >= 8:
+                sql = (f"SET PERSIST_ONLY {s.name} = {lit};" if restart
+                       else f"SET PERSIST {s.name} = {lit};")
+                how = "restart the server" if restart else "takes effect now, kept on restart"
+            else:
+                sql = None if restart else f"SET GLOBAL {s.name} = {lit};"
+                how = (f"add to my.cnf: {cnf}; restart the server" if restart
+                       else f"also add to my.cnf (SET GLOBAL is lost at restart): {cnf}")
+        rows.append({"name": s.name, "running": knob.render(knob.parse(now, check_range=False))
+                     if _parses(knob, now) else now, "recommended": s.text,
+                     "restart": restart, "statement": sql, "then": how, "rule": s.rule,
+                     "reason": s.reason})
+    return rows
+
+
+def _parses(knob, text) -> bool:
+    try:
+        knob.parse(text, check_range=False)
+        return True
+    except UsageError:
+        return False
+
+
+# ---------------------------------------------------------------- the command
 def check_cmd(
     profile: str | None = typer.Option(None, "--profile", help="A probe profile (JSON)."),
     root: str | None = typer.Option(None, "--root", help="Probe a machine tree below DIR."),
-    db: str | None = typer.Option(None, "--db", help="postgres or mysql."),
+    db: str | None = typer.Option(None, "--db", help="postgres, mysql or mariadb."),
+    version: str | None = typer.Option(None, "--version",
+                                       help="Target server version (default: the installed)."),
     config: str | None = typer.Option(None, "--config", help="A config file to check."),
-    dsn: str | None = typer.Option(None, "--dsn", help="A running server to check."),
+    dsn: str | None = typer.Option(None, "--dsn", help="A running server to check (its "
+                                   "password is better given by --dsn-file or "
+                                   "PMEM_ADVISOR_DSN)."),
+    dsn_file: str | None = typer.Option(None, "--dsn-file",
+                                        help="A file (mode 600) whose first line is the DSN."),
     data_dir: str | None = typer.Option(None, "--data-dir", help="Data directory."),
     wal_dir: str | None = typer.Option(None, "--wal-dir", help="WAL / redo log directory."),
+    memory: str | None = typer.Option(None, "--memory",
+                                      help="RAM budget of the server, e.g. 24G."),
+    medium: list[str] = typer.Option(None, "--medium",
+                                     help="PATH=CLASS (hdd, ssd, nvme, ...): the medium under a "
+                                     "path when the kernel cannot tell; repeatable."),
+    no_measure: bool = typer.Option(False, "--no-measure",
+                                    help="Do not measure the medium of the data/WAL paths."),
+    diff: bool = typer.Option(False, "--diff", help="With --dsn: what recommend would change."),
+    workload: str = typer.Option("oltp", "--workload",
+                                 help="oltp, olap, mixed or kv: for the rules and --diff."),
+    allow_unsafe: bool = typer.Option(False, "--allow-unsafe",
+                                      help="Durability risks are warnings, not failures."),
     fmt: str = typer.Option("text", "--format", help="text, json or junit."),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
     fail_on: str = typer.Option("fail", "--fail-on", help="warn or fail: exit 1 from here."),
 ) -> None:
-    """Check the host (PMEM mode, namespaces, DAX, NUMA, block size) and a config or server."""
+    """Check the host (PMEM, DAX, NUMA), a config file or a running server before deployment."""
+    from pmem_advisor.connection import resolve_dsn
     from pmem_advisor.rules import build_facts, check
+    from pmem_advisor.rules.checks import build_input, run_checks
     from pmem_advisor.rules.model import severity_rank
 
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: use text, json or junit")
+    if json_out:  # the alias every other command has
+        if fmt not in ("text", "json"):
+            raise UsageError(f"--json and --format {fmt} contradict each other: give one")
+        fmt = "json"
     if fail_on not in ("warn", "fail"):
         raise UsageError(f"--fail-on {fail_on!r}: use warn or fail")
-    engine, flavour = split_engine(db) if db else (None, None)
-    version, settings, cpus = None, None, None
+    notes: list[str] = []
+    dsn = resolve_dsn(dsn, dsn_file, notes=notes)
+    if diff and not dsn:
+        raise UsageError("--diff compares a running server with recommend: give --dsn")
+    t = Target(*(split_engine(db) if db else (None, None)), version=version,
+               data_dir=data_dir, wal_dir=wal_dir)
     if dsn:
-        dsn_eng = dsn_engine(dsn)
-        if engine and dsn_eng != engine and "://" in dsn:
-            raise UsageError(f"--dsn is a {dsn_eng} DSN but --db is {engine}")
-        engine = engine or dsn_eng
-        server = read_server(dsn, engine)
-        flavour, version, settings = server["flavour"], server["version"], server["settings"]
-        data_dir = data_dir or server["data_dir"]
-        wal_dir = wal_dir or server["wal_dir"]
-        cpus = _server_cpus(server["pid"])
-    if config:
-        if engine and flavour is None:
-            flavour, version = installed_version(engine, flavour)
-        engine, cfg = read_config(config, engine, flavour, version)
-        settings = {**(settings or {}), **cfg}
-    prof = load_profile(profile, root, [data_dir, wal_dir])
-    facts = build_facts(prof, engine=engine, flavour=flavour, version=version,
-                        data_dir=data_dir, wal_dir=wal_dir, root=root)
+        _use_server(t, dsn, db, elsewhere_ok=profile is not None or root is not None,
+                    notes=notes)
+    if config:  # --db mysql names MySQL (not the MySQL family) when no server decides it
+        _use_config(t, config, notes, mysql_named=not dsn and (db or "").lower() == "mysql")
+    memory_bytes = parse_memory(memory) if memory else None
+    prof = _profile(t, profile, root, medium, no_measure, notes)
+    if memory_bytes:  # more than the host has would size an OOM kill (recommend's rule)
+        check_memory_fits_host(memory_bytes, prof, live=profile is None and root is None)
+    facts = build_facts(prof, engine=t.engine, flavour=t.flavour, version=t.version,
+                        data_dir=t.data_dir, wal_dir=t.wal_dir, root=root, workload=workload,
+                        memory_bytes=memory_bytes, allow_unsafe=allow_unsafe)
+    for p in facts.placed:  # the medium under each path, and how it is known (issue 19)
+        note = getattr(p, "medium_note", None)
+        if note and f"{p.path}: {note}" not in [n.partition(" ")[2] for n in notes]:
+            notes.append(f"{p.role} {p.path}: {note}")
+    cpus, nodes = _server_binding(t.pid)
     if cpus is not None:
-        from dataclasses import replace
-
         facts = replace(facts, server_cpus=cpus)
-    findings = check(facts, settings)
+    inp, rule_facts = build_input(facts, t.settings, source=t.source, where=t.where,
+                                  loose=t.loose, status=t.status, server_names=t.server_names,
+                                  memory_bytes=memory_bytes, nodes=nodes, notes=notes)
+    catalog = inp.catalog
+    findings = run_checks(inp, check(rule_facts, t.settings or None, catalog=catalog))
+    rows = None
+    if diff:
+        from pmem_advisor.rules import recommend
+
+        rows = server_diff(recommend(rule_facts, catalog=catalog), t.settings, catalog,
+                           facts.flavour, facts.version)
     if facts.emulated:
-        console.print(EMULATION_NOTE)
-    if fmt == "json":
-        print_json({"findings": [f.to_dict() for f in findings]})
-    elif fmt == "junit":
-        out.file.write(junit(findings, fail_on))
-    else:
-        for f in findings:
-            out.print(f"{f.severity:4} [{f.rule}] {f.subject}: {f.message}"
-                      + (f"\n     fix: {f.fix}" if f.fix else ""), markup=False)
-        if not findings:
-            out.print("no findings")
+        notes.insert(0, EMULATION_NOTE.removeprefix("note: "))
+    for n in notes:
+        console.print(f"note: {n}", markup=False, highlight=False, soft_wrap=True)
+    _print(fmt, findings, fail_on, facts, rows, notes, inp)
     limit = severity_rank(fail_on)
     if any(severity_rank(f.severity) >= limit for f in findings):
         raise typer.Exit(EXIT_FINDINGS)
+
+
+@dataclass
+class Target:
+    """What is checked: the engine and version, and the settings with where they came from."""
+
+    engine: str | None
+    flavour: str | None
+    version: str | None = None
+    data_dir: str | None = None
+    wal_dir: str | None = None
+    settings: dict = field(default_factory=dict)
+    source: str = "none"  # config | server | none
+    where: dict = field(default_factory=dict)
+    loose: frozenset = frozenset()
+    status: dict | None = None
+    server_names: frozenset | None = None
+    pid: int | None = None
+
+
+def _use_server(t: Target, dsn: str, db: str | None, *, elsewhere_ok: bool,
+                notes: list[str]) -> None:
+    """The running server's settings, counters, version and (on this host) paths and pid."""
+    from pmem_advisor.connection import dsn_engine
+
+    dsn_eng = dsn_engine(dsn)
+    if t.engine and dsn_eng != t.engine and "://" in dsn:
+        raise UsageError(f"--dsn is a {dsn_eng} DSN but --db is {t.engine}")
+    server = read_server(dsn, t.engine or dsn_eng)
+    t.engine = server["engine"]
+    if t.flavour and t.flavour != server["flavour"]:
+        raise UsageError(f"--db {db}: the server at the DSN is {server['flavour']} "
+                         f"{server['version']}")
+    if t.version and server["version"] and not server["version"].startswith(t.version):
+        notes.append(f"--version {t.version} ignored: the server runs {server['version']}")
+    t.flavour, t.version = server["flavour"], server["version"]
+    t.settings, t.source, t.status = server["settings"], "server", server["status"]
+    t.server_names = frozenset(t.settings) if t.engine == "postgres" else None
+    if is_local(dsn, t.engine):
+        t.data_dir = t.data_dir or server["data_dir"]
+        t.wal_dir = t.wal_dir or server["wal_dir"]
+        t.pid = server["pid"]
+    elif not elsewhere_ok:
+        notes.append("the server runs on another host: its paths, memory and PMEM are not "
+                     "this host's; run `pmem-advisor probe --save` there and pass --profile")
+
+
+def _use_config(t: Target, config: str, notes: list[str], *, mysql_named: bool = False) -> None:
+    """A config file's settings (over a running server's), for the target or the installed
+    server's version (said in a note)."""
+    t.engine = t.engine or sniff_config(config)[0]
+    if t.version is None:
+        if mysql_named and t.engine == "mysql":
+            t.flavour = "mysql"
+        t.flavour, t.version = installed_version(t.engine, t.flavour)
+        if t.version:
+            notes.append(f"target: {t.flavour or t.engine} {t.version} (the installed server; "
+                         "--version chooses another)")
+        else:
+            newest = _newest(t.engine, t.flavour)
+            notes.append(f"target: {newest}, the newest the catalogs know (no "
+                         f"{newest.split()[0]} server is installed; --version chooses another)")
+    if t.flavour is None:
+        from pmem_advisor.rules.facts import flavour_for
+
+        t.flavour = flavour_for(t.engine, None, t.version)
+    cfg, t.where, t.loose = read_config(config, t.engine, t.flavour, t.version)
+    t.settings, t.source = {**t.settings, **cfg}, "config"
+
+
+def _newest(engine: str, flavour: str | None) -> str:
+    """'MySQL 8.4': the catalog's newest version of the target, for the note."""
+    from pmem_advisor.knobs.catalog import load_catalog
+    from pmem_advisor.rules.facts import flavour_for
+
+    try:
+        cat = load_catalog(engine, flavour_for(engine, flavour, None), None)
+    except UsageError:
+        return flavour or engine
+    return f"{cat.title} {cat.version}"
+
+
+def _profile(t: Target, profile: str | None, root: str | None, medium: list[str] | None,
+             no_measure: bool, notes: list[str]) -> dict:
+    """This host probed (limits of the running server's cgroup), or the given profile/tree."""
+    paths = [p for p in (t.data_dir, t.wal_dir) if p]
+    if profile is not None or root is not None:
+        if medium or no_measure:
+            notes.append("--medium/--no-measure apply to this host only: the profile or tree "
+                         "says what it measured")
+        return load_profile(profile, root, paths)
+    for opt, path in (("--data-dir", t.data_dir), ("--wal-dir", t.wal_dir)):
+        # the directory must exist here, or we would check the wrong mount (a server's own
+        # paths exist: it runs on them)
+        if path and t.source != "server" and not os.path.isdir(path):
+            raise UsageError(f"{opt} {path}: no such directory",
+                             hint="create it, or give the directory it will be on")
+    from pmem_advisor.probes.medium_source import parse_overrides
+    from pmem_advisor.probes.profile import probe
+    from pmem_advisor.probes.sysaccess import SysAccess
+
+    try:
+        overrides = parse_overrides(medium or [])
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return probe(SysAccess("/"), paths, pid=t.pid, measure=not no_measure,
+                 medium_overrides=overrides or None)
+
+
+def _print(fmt, findings, fail_on, facts, rows, notes, inp) -> None:
+    if fmt == "junit":
+        budget = inp.budget.describe() if inp.budget else []
+        out.file.write(junit(findings, fail_on, notes=[*notes, *budget]))
+        return
+    if fmt == "json":
+        print_json({
+            "source": inp.source,
+            "findings": [f.to_dict() for f in findings],
+            "diff": rows,
+            "budget": inp.budget.describe() if inp.budget else None,
+            "memory": inp.memory.to_dict() if inp.memory else None,
+            "notes": notes,
+            "emulated_pmem": facts.emulated,
+        }, SCHEMA, engine=facts.engine, flavour=facts.flavour, version=facts.version)
+        return
+    for f in findings:
+        out.print(f"{f.severity:4} [{f.rule}] {f.subject}: {f.message}"
+                  + (f"\n     fix: {f.fix}" if f.fix else ""), markup=False)
+    if not findings:
+        out.print("no findings")
+    if inp.memory is not None:
+        out.print(f"memory: {inp.memory.describe()}", markup=False)
+    for line in inp.budget.describe() if inp.budget else []:
+        out.print(f"budget: {line}", markup=False)
+    if rows is not None:
+        out.print(f"\ndiff against recommend ({len(rows)} setting(s) differ):", markup=False)
+        for r in rows:
+            out.print(f"  {r['name']}: {r['running']} -> {r['recommended']}  [{r['rule']}]"
+                      f"{'  (restart)' if r['restart'] else ''}", markup=False)
+            if r["statement"]:
+                out.print(f"    {r['statement']}", markup=False)
+            out.print(f"    then: {r['then']}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

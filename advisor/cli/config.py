@@ -10,7 +10,7 @@ from pmem_advisor.cli.output import console, out, print_json
 from pmem_advisor.errors import EXIT_FINDINGS, InputError, UsageError
 from pmem_advisor.fileio import write_keeping_backup
 from pmem_advisor.knobs.catalog import load_catalog
-from pmem_advisor.knobs.configfile import ConfigFile
+from pmem_advisor.knobs.configfile import ConfigFile, read_head
 from pmem_advisor.knobs.emit import Header, Setting, emit_config
 from pmem_advisor.knobs.parse_mycnf import parse_mycnf
 from pmem_advisor.knobs.parse_pg import parse_postgresql_conf
@@ -23,14 +23,14 @@ def _engine_of(path: str) -> str:
     """mysql for option files (.cnf/.ini, or a first line that is a [group] or !include)."""
     if path.endswith((".cnf", ".ini")):
         return "mysql"
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                s = line.strip()
-                if s and s[0] not in "#;":
-                    return "mysql" if s[0] in "[!" else "postgres"
+    try:  # the first 64 KiB of a regular file: a FIFO, device or directory is refused
+        head = read_head(path)
     except OSError as e:
         raise InputError(f"{path}: {e.strerror}") from None
+    for line in head.splitlines():
+        s = line.strip()
+        if s and s[0] not in "#;":
+            return "mysql" if s[0] in "[!" else "postgres"
     return "postgres"
 
 
@@ -44,6 +44,27 @@ def read_config(path: str, engine: str | None, flavour: str | None = None,
     raise UsageError(f"unknown engine {engine!r} (use postgres or mysql)")
 
 
+def _unsafe_reason(catalog, name: str, value: str, reason: str, allow_unsafe: bool) -> str:
+    """The line's reason; a durability risk is an error, or with --allow-unsafe says UNSAFE."""
+    knob = catalog.get(name) if name in catalog else None
+    if knob is None or not knob.risky_values:
+        return reason  # unknown names and ranges are the emitter's to refuse
+    base = knob.parse(value)
+    if not knob.is_risky(base):
+        return reason
+    why = knob.safety_reason or "it risks losing committed data"
+    if knob.default is not None and knob.same(base, knob.default):
+        # the server's own default (MariaDB's sync_binlog=0 matters only with the binary log
+        # on, as check's CK001 judges it): rendering it changes nothing, so say it, not refuse
+        console.print(f"note: {name}={value} is the server's default; {why}", markup=False)
+        return reason
+    if not allow_unsafe:
+        raise UsageError(f"--set {name}={value} risks durability ({why}); "
+                         f"leave it out, or pass --allow-unsafe if you accept the loss")
+    console.print(f"warning: {name}={value} is UNSAFE: {why}", markup=False)
+    return f"UNSAFE, durability risk: {why}; {reason}"
+
+
 @config_app.command("render")
 def render(
     engine: str = typer.Argument(..., help="postgres or mysql."),
@@ -55,8 +76,13 @@ def render(
     reason: str = typer.Option("requested on the command line", "--reason",
                                help="Why the values are set (goes in each line's comment)."),
     fingerprint: str = typer.Option("unknown", "--fingerprint", help="Hardware fingerprint."),
+    allow_unsafe: bool = typer.Option(False, "--allow-unsafe",
+                                      help="Allow values that risk durability (marked UNSAFE)."),
 ) -> None:
-    """Write a config file (postgresql.conf or my.cnf) with the given settings."""
+    """Write a config file (postgresql.conf or my.cnf) with the given settings.
+
+    A value the catalog classes as a durability risk (fsync=off, ...) is refused unless
+    --allow-unsafe: what we write must pass our own `check`."""
     flavour, version = resolve_target(engine, flavour, version)
     catalog = load_catalog(engine, flavour, version)
     settings = []
@@ -64,7 +90,9 @@ def render(
         name, eq, value = item.partition("=")
         if not eq or not name.strip():
             raise UsageError(f"--set {item!r}: expected NAME=VALUE")
-        settings.append(Setting(name.strip(), value.strip(), reason))
+        name, value = name.strip(), value.strip()
+        settings.append(Setting(name, value, _unsafe_reason(catalog, name, value, reason,
+                                                          allow_unsafe)))
     header = Header(fingerprint=fingerprint, flavour=catalog.flavour, version=catalog.version)
     emitted = emit_config(engine, settings, header, catalog=catalog, fragment=not full)
     for w in emitted.warnings:
@@ -88,7 +116,8 @@ def parse(
     """Show the effective settings of a config file (includes followed) with file:line."""
     config = read_config(file, engine, flavour, version)
     if json_out:
-        print_json(config.to_dict())
+        kind = "postgres" if config.format == "postgresql" else "mysql"
+        print_json(config.to_dict(), "pmem-advisor.config-parse/1", engine=kind)
         return
     table = Table(title=f"{config.path} ({config.format}, {len(config.files)} files)")
     for col in ("name", "value", "where"):
@@ -113,17 +142,19 @@ def validate(
 
     Exit 0 when all are accepted, 1 when any is adjusted or rejected, 2 when FILE is bad."""
     from pmem_advisor.instances import pick_server
-    from pmem_advisor.knobs.validate import validate_config
+    from pmem_advisor.knobs.validate import check_flavour, validate_config
 
     if engine not in ("postgres", "mysql"):
         raise UsageError(f"unknown engine {engine!r} (use postgres or mysql)")
     binary = pick_server(engine, flavour, version)
     config = read_config(file, engine, binary.flavour, binary.version)
+    check_flavour(config, engine, binary.flavour, str(binary.version))
     console.print(f"starting {binary.flavour} {binary.version} with {len(config.effective())} "
                   f"settings from {file} ...")
     report = validate_config(config, engine, binary=binary)
     if json_out:
-        print_json(report.to_dict())
+        print_json(report.to_dict(), "pmem-advisor.config-validate/1", engine=engine,
+                   flavour=report.flavour, version=str(report.version))
     else:
         table = Table(title=f"{file} on {report.flavour} {report.version}")
         for col in ("name", "requested", "status", "server value", "where", "detail"):

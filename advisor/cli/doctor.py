@@ -3,25 +3,32 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
 from pmem_advisor.capabilities import all_capabilities
-from pmem_advisor.cli.output import out, print_json
+from pmem_advisor.cli.output import OutputFormat, escape, print_json, print_table
+
+SCHEMA = "pmem-advisor.doctor/1"
 
 
-def doctor(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """List optional capabilities (native kernel, libpmem, servers, load generators)."""
+def doctor(
+    fmt: OutputFormat = typer.Option(OutputFormat.text, "--format", metavar="text|tsv|json",
+                                     help="text: a table (one row per line when piped); tsv; "
+                                     "json."),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
+) -> None:
+    """List optional capabilities (pip extras, native kernel, libpmem, servers, load
+    generators) and the command that installs each missing one."""
     caps = all_capabilities()
-    if json_out:
-        print_json([c.to_dict() for c in caps])
+    if json_out or fmt is OutputFormat.json:
+        print_json({"capabilities": [c.to_dict() for c in caps]}, SCHEMA)
         return
-    table = Table(title="pmem-advisor capabilities")
-    for col in ("capability", "status", "detail", "how to get it"):
-        table.add_column(col)
+    rows = []
     for c in caps:
         status = "[green]yes[/]" if c.available else "[yellow]missing[/]"
-        table.add_row(c.name, status, c.detail, "" if c.available else c.how_to_get)
-    out.print(table)
+        # escape: "pip install 'pmem-advisor[tune]'" is not rich markup
+        rows.append((escape(c.name), status, escape(c.detail), escape(c.how_to_get)))
+    print_table(("capability", "status", "detail", "how to get it"), rows,
+                title="pmem-advisor capabilities", fmt=fmt)
 
 
 def register(app: typer.Typer) -> None:

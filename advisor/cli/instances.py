@@ -30,9 +30,12 @@ def _status(rec: registry.Record) -> dict:
 @instances_app.command("list")
 def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List registered instances and whether their owner and server are alive."""
-    rows = [_status(r) for r in registry.load_all()]
+    records, skipped = registry.scan()
+    rows = [_status(r) for r in records]
+    for path, why in skipped:
+        console.print(f"note: ignored {path}: {why}")
     if json_out:
-        print_json(rows)
+        print_json(rows, "pmem-advisor.instances/1", key="instances")
         return
     if not rows:
         console.print(f"no managed instances registered in {registry.state_dir()}")
@@ -44,7 +47,8 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON."))
     table.add_column("data dir", overflow="fold")
     for r in rows:
         table.add_row(
-            r["id"], f"{r['flavour']} {r['version']}", r["state"],
+            r["id"], f"{r['flavour']} {r['version']}" if r["kind"] != "scratch" else r["what"],
+            r["state"],
             str(r["server_pid"] or "-") + ("" if r["server_running"] else " (down)"),
             str(r["owner_pid"]), f"{time.time() - r['created']:.0f} s", r["data_dir"],
         )
@@ -55,15 +59,20 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON."))
 def reap_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Stop the servers of instances whose owning run died and remove their files.
 
-    Instances of runs that are still alive are never touched."""
-    reaped = registry.reap_stale()
+    Instances of runs that are still alive are never touched; only directories that carry the
+    dead instance's marker are removed, and only its own server processes are signalled."""
+    notes: list[str] = []
+    reaped = registry.reap_stale(notes)
+    for note in notes:
+        console.print(f"note: {note}")
     if json_out:
-        print_json([r.id for r in reaped])
+        print_json([r.id for r in reaped], "pmem-advisor.instances-reaped/1", key="reaped")
         return
     if not reaped:
         console.print("nothing to reap")
     for r in reaped:
-        console.print(f"reaped {r.id} ({r.flavour} {r.version}, owner pid {r.owner_pid} gone)")
+        what = r.what if r.kind == "scratch" else f"{r.flavour} {r.version}"
+        console.print(f"reaped {r.id} ({what}, owner pid {r.owner_pid} gone)")
 
 
 def register(app: typer.Typer) -> None:

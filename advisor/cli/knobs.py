@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
-from pmem_advisor.cli.output import console, out, print_json
+from pmem_advisor.cli.output import OutputFormat, detail, note, print_json, print_table
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.knobs.catalog import ENGINES, load_catalog
+
+SCHEMA = "pmem-advisor.knobs/1"
 
 
 def resolve_target(engine: str, flavour: str | None, version: str | None
@@ -26,29 +27,55 @@ def resolve_target(engine: str, flavour: str | None, version: str | None
     return flavour, version
 
 
+def _safety(knob) -> str:
+    if knob.safety == "durability-risk":
+        return "[red]risk[/]: " + ", ".join(knob.render(v) for v in knob.risky_values)
+    return knob.safety  # safe, or unknown for a knob only the server's list has
+
+
 def knobs(
-    engine: str = typer.Argument(..., help="postgres or mysql (MySQL and MariaDB)."),
-    flavour: str = typer.Option(None, "--flavour", help="postgresql, mysql or mariadb."),
-    version: str = typer.Option(None, "--version", help="Server version, e.g. 18, 8.0.36, 10.11."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    engine: str = typer.Argument(..., metavar="ENGINE", help="postgres or mysql (MySQL and "
+                                 "MariaDB)."),
+    flavour: str = typer.Option(None, "--flavour", metavar="FLAVOUR",
+                                help="postgresql, mysql or mariadb."),
+    version: str = typer.Option(None, "--version", "--server-version", metavar="VERSION",
+                                help="Server version, e.g. 18, 8.0.36, 10.11."),
+    curated: bool = typer.Option(False, "--curated", help="Only the knobs pmem-advisor judges "
+                                 "and tunes (safety class, ranges); not every server setting."),
+    fmt: OutputFormat = typer.Option(OutputFormat.text, "--format", metavar="text|tsv|json",
+                                     help="text: a table (one row per line when piped); tsv; "
+                                     "json."),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
-    """List the knobs pmem-advisor knows: type, default, range, scope and safety."""
+    """List the knobs pmem-advisor knows: type, default, range, scope and safety.
+
+    Curated knobs carry a safety class and tuning ranges; the others come from the server's
+    own list of settings (pg_settings, SYSTEM_VARIABLES) and are accepted in configs but not
+    tuned (safety "unknown").
+    """
     flavour, version = resolve_target(engine, flavour, version)
     catalog = load_catalog(engine, flavour, version)
-    if json_out:
-        print_json([k.to_dict() for k in catalog])
+    shown = list(catalog) if curated else catalog.all()
+    if json_out or fmt is OutputFormat.json:
+        print_json({"source": catalog.generated_from or "manual",
+                    "knobs": [k.to_dict() for k in shown],
+                    "absent": sorted(catalog.absent)},
+                   SCHEMA, engine=engine, flavour=catalog.flavour, version=catalog.version)
         return
-    table = Table(title=f"{catalog.title} {catalog.version}: {len(catalog)} knobs")
-    for col in ("name", "type", "default", "allowed", "scope", "safety"):
-        table.add_column(col, overflow="fold")
-    for k in catalog:
-        safety = "safe" if k.safety == "safe" else (
-            "[red]risk[/]: " + ", ".join(k.render(v) for v in k.risky_values))
-        table.add_row(k.name, k.type + (f" ({k.unit})" if k.unit else ""), k.render(k.default),
-                      k.describe_range(), k.scope, safety)
-    out.print(table)
+    rows = [(k.name, k.type + (f" ({k.unit})" if k.unit else ""),
+             "" if k.default is None else k.render(k.default), k.describe_range(), k.scope,
+             _safety(k), "yes" if k.curated else "no") for k in shown]
+    if curated or not catalog.generated_from:
+        title = f"{catalog.title} {catalog.version}: {len(shown)} curated knobs"
+    else:
+        title = (f"{catalog.title} {catalog.version}: {len(shown)} knobs ({len(catalog)} "
+                 f"curated; the others from {catalog.generated_from})")
+    print_table(("name", "type", "default", "allowed", "scope", "safety", "curated"), rows,
+                title=title, fmt=fmt)
     if catalog.absent:
-        console.print(f"not in {catalog.title} {catalog.version}: {', '.join(catalog.absent)}")
+        note(f"not in {catalog.title} {catalog.version}: {', '.join(catalog.absent)}")
+    detail(f"server facts: {catalog.generated_from or 'none generated for this version'}; "
+           f"curated overlay: knobs/data/{catalog.flavour}.yaml (manual pages)")
 
 
 def register(app: typer.Typer) -> None:

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import typer
 
 from pmem_advisor import __version__
+from pmem_advisor.capabilities import extra_for_module, install_hint
+from pmem_advisor.cli.output import set_verbosity
 from pmem_advisor.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     AdvisorError,
+    CapabilityMissing,
     ServerError,
+    UsageError,
 )
 
 app = typer.Typer(
@@ -22,7 +27,7 @@ app = typer.Typer(
     "and which config should the database run with here?",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish)
 )
 
 
@@ -37,8 +42,18 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True,
+                                help="More detail on stderr (repeatable)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q",
+                               help="No progress or notes on stderr; results and warnings only."),
 ) -> None:
-    """pmem-advisor: probe, recommend, check, tune."""
+    """pmem-advisor: probe, recommend, check, tune.
+
+    Results go to stdout, progress and notes to stderr.
+    """
+    if verbose and quiet:
+        raise UsageError("-v and -q exclude each other")
+    set_verbosity(0 if quiet else 1 + verbose)
 
 
 # Each command module exposes register(app). One line per module; keep them in this block.
@@ -80,9 +95,47 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+# Metavars as the docs write them (Typer prints <str>, <bool>, <list[str]> otherwise).
+_NUMBER_METAVAR = {int: "N", float: "NUMBER"}
+_WORD_METAVAR = {"dir": "DIR", "file": "FILE", "out": "PATH", "path": "PATH", "set": "NAME=VALUE",
+                 "dsn": "DSN", "storage": "URL", "root": "DIR", "json": "FILE"}
+
+
+def docs_metavars(command: Any) -> Any:
+    """Give every parameter without a metavar one a DBA reads like the manual: flags none,
+    ``--data-dir DIR``, ``--trials N``, ``--set NAME=VALUE``, arguments their name."""
+    for param in getattr(command, "params", []):
+        if param.param_type_name == "argument":
+            param.display_type_rich = lambda ctx: None  # the name says it: no "<str>" beside
+        if param.metavar is not None:
+            continue
+        desc = getattr(param, "type_descriptor", None)
+        if param.param_type_name == "argument":
+            param.metavar = (param.name or "value").upper()
+        elif getattr(param, "is_flag", False) or getattr(param, "count", False):
+            param.metavar = ""
+        elif desc is not None and desc.is_choice and desc.choices:
+            param.metavar = "|".join(str(getattr(c, "value", c)) for c in desc.choices)
+        else:
+            last = max(param.opts, key=len).lstrip("-").split("-")[-1]
+            number = _NUMBER_METAVAR.get(getattr(desc, "annotation", None))
+            param.metavar = number or _WORD_METAVAR.get(last) or last.upper()
+    try:  # --help is made on demand: make it now so that it shows no "<bool>" either
+        from typer._click import Context
+
+        help_option = command.get_help_option(Context(command))
+        if help_option is not None:
+            help_option.metavar = ""
+    except Exception:  # a Typer without these internals: cosmetic only
+        pass
+    for sub in (getattr(command, "commands", None) or {}).values():
+        docs_metavars(sub)
+    return command
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every failure is one line on stderr and a documented exit code."""
-    command = typer.main.get_command(app)
+    command = docs_metavars(typer.main.get_command(app))
     try:
         rv = command.main(args=argv, prog_name="pmem-advisor", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
@@ -94,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(e), e.exit_code)
     except typer.Exit as e:
         return e.exit_code
+    except SystemExit as e:  # --show-completion/--install-completion exit by themselves
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except typer.Abort:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except typer.TyperException as e:  # bad usage: unknown option, missing argument, bad type
@@ -105,13 +160,33 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except BrokenPipeError:
         return 0
+    except ModuleNotFoundError as e:  # a command of an extra the install does not have
+        missing = _missing_extra(e)
+        if missing is None:
+            return _internal(e)
+        return _fail(str(missing), missing.exit_code)
     except Exception as e:  # a bug: one line, traceback only on request
-        if os.environ.get("PMEM_ADVISOR_DEBUG"):
-            raise
-        return _fail(
-            f"internal error: {type(e).__name__}: {e} (set PMEM_ADVISOR_DEBUG=1 for a traceback)",
-            EXIT_INTERNAL,
-        )
+        return _internal(e)
+
+
+def _internal(e: Exception) -> int:
+    if os.environ.get("PMEM_ADVISOR_DEBUG"):
+        raise e
+    return _fail(
+        f"internal error: {type(e).__name__}: {e} (set PMEM_ADVISOR_DEBUG=1 for a traceback)",
+        EXIT_INTERNAL,
+    )
+
+
+def _missing_extra(e: ModuleNotFoundError) -> CapabilityMissing | None:
+    """CapabilityMissing naming the pip extra when ``e`` is about one of an extra's modules
+    (commands import them lazily, so a plain install fails here, not at start-up)."""
+    extra = extra_for_module(e.name or "")
+    if extra is None:
+        return None
+    module = (e.name or "").split(".")[0]
+    return CapabilityMissing(f"this command needs the [{extra}] extra ({module} is not "
+                             "installed)", hint=install_hint(extra))
 
 
 if __name__ == "__main__":

@@ -6,9 +6,16 @@ import json
 import os
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
-from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
+from pmem_advisor.cli.output import (
+    EMULATION_NOTE,
+    console,
+    note,
+    out,
+    print_json,
+    print_table,
+)
 from pmem_advisor.errors import InputError, UsageError
 from pmem_advisor.fileio import write_keeping_backup
 from pmem_advisor.knobs.units import parse_bytes
@@ -20,10 +27,16 @@ def load_profile(profile: str | None, root: str | None, paths: list[str]) -> dic
         raise UsageError("give either --profile or --root, not both")
     if profile:
         try:
-            with open(profile, encoding="utf-8") as f:
-                data = json.load(f)
+            with open(profile, "rb") as f:
+                raw = f.read(PROFILE_CAP + 1)
         except OSError as e:
             raise InputError(f"{profile}: cannot read: {e.strerror}") from None
+        if len(raw) > PROFILE_CAP:
+            raise InputError(f"{profile}: larger than {PROFILE_CAP >> 20} MiB: not a probe profile")
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise InputError(f"{profile}: not text (binary data): not a probe profile") from None
         except json.JSONDecodeError as e:
             raise InputError(f"{profile}:{e.lineno}: not JSON: {e.msg}") from None
         from pmem_advisor.rules.facts import validate_profile
@@ -61,20 +74,80 @@ def installed_version(engine: str, flavour: str | None) -> tuple[str | None, str
     return flavour, None
 
 
+MIB = 1 << 20
+PROFILE_CAP = 64 << 20  # a probe profile is kilobytes; anything this big is the wrong file
+MEMTOTAL_SLACK = 1.05
+
+
+def parse_memory(text: str) -> int:
+    """--memory: a size with a unit; a bare number below 1 MiB is surely missing its unit."""
+    n = parse_bytes(text, "--memory")
+    if str(text).strip().isdigit() and n < MIB:
+        raise UsageError(f"--memory {text}: a bare number is bytes, which cannot be meant; "
+                         f"give a unit, e.g. --memory {text.strip()}G")
+    return n
+
+
+def check_memory_fits_host(memory_bytes: int, prof: dict, live: bool) -> None:
+    """Refuse a --memory larger than the target host's RAM: it would size an OOM kill."""
+    host = int((prof.get("memory") or {}).get("total_bytes") or 0)
+    # MemTotal is the installed RAM minus what firmware and kernel keep (a few %): "24G" on a
+    # 24 GiB machine showing 23.5 GiB is the machine itself (the budget then uses MemTotal)
+    if host and memory_bytes > host * MEMTOTAL_SLACK:
+        target = ("this machine" if live else "the host of --profile/--root")
+        raise UsageError(f"--memory {memory_bytes / (1 << 30):.1f} GiB is more than "
+                         f"{target}'s RAM ({host / (1 << 30):.1f} GiB)",
+                         hint="to size for another (bigger) host, pass that host's probe "
+                              "with --profile FILE or --root DIR" if live else
+                              "use at most the host's RAM")
+
+
+def refuse_control_characters(flag: str, path: str | None) -> None:
+    """A path with a newline or other control character would become a second line in the
+    config file's comments and in the shell commands of the OS steps: refuse it."""
+    if path and any(ord(c) < 32 or ord(c) == 127 for c in path):
+        raise UsageError(f"{flag} {path!r}: the path holds a control character (newline, tab "
+                         "...); rename the directory")
+
+
 def build_recommendation(engine: str, *, profile=None, root=None, version=None, workload="oltp",
                          memory=None, cpus=None, data_dir=None, wal_dir=None, clients=None,
-                         allow_unsafe=False):
+                         allow_unsafe=False, medium=None, interleave_cpuless=False):
     from pmem_advisor.rules import build_facts, recommend
 
     eng, flavour = split_engine(engine)
+    for flag, path in (("--data-dir", data_dir), ("--wal-dir", wal_dir)):
+        refuse_control_characters(flag, path)
     if version is None:
         flavour, version = installed_version(eng, flavour)
+    memory_bytes = parse_memory(memory) if memory else None
+    live = profile is None and root is None
     prof = load_profile(profile, root, [data_dir, wal_dir])
+    if memory_bytes:
+        check_memory_fits_host(memory_bytes, prof, live)
     facts = build_facts(prof, engine=eng, flavour=flavour, version=version, workload=workload,
-                        data_dir=data_dir, wal_dir=wal_dir,
-                        memory_bytes=parse_bytes(memory, "--memory") if memory else None, cpus=cpus,
-                        clients=clients, allow_unsafe=allow_unsafe, root=root)
-    return recommend(facts)
+                        data_dir=data_dir, wal_dir=wal_dir, memory_bytes=memory_bytes, cpus=cpus,
+                        clients=clients, allow_unsafe=allow_unsafe, root=root, medium=medium,
+                        interleave_cpuless=interleave_cpuless)
+    if live:
+        for p, given in ((facts.data, data_dir), (facts.wal, wal_dir)):
+            if given and p is not None and not os.path.exists(given) and \
+                    p.medium_source != "override" and p.mountpoint in ("/", None):
+                raise UsageError(
+                    f"{p.role} directory {given} does not exist here; it would be sized for the "
+                    f"root filesystem / (medium {p.medium})",
+                    hint="create it on its real mount first, or pass --medium "
+                         "pmem|nvme|ssd|hdd|cxl|tmpfs")
+    rec = recommend(facts)
+    if root is not None:  # a machine tree: say when a directory is not in it (never silently /)
+        for p, given in ((facts.data, data_dir), (facts.wal, wal_dir)):
+            inside = os.path.join(root, str(given or "").lstrip("/"))
+            if given and p is not None and p.mountpoint in ("/", None) and \
+                    not os.path.lexists(inside):
+                rec.notes.append(f"{p.role} directory {given} does not exist in {root}: sized "
+                                 f"for its root filesystem (medium {p.medium}); give the real "
+                                 "mount or --medium")
+    return rec
 
 
 def emit(rec) -> str:
@@ -82,7 +155,9 @@ def emit(rec) -> str:
     from pmem_advisor.knobs.emit import Header, Setting, emit_config
 
     f = rec.facts
-    notes = [f"{s.rule}: {s.command}  # {s.reason}" for s in rec.os_steps]
+    notes = list(rec.header_notes())
+    notes += [f"{s.rule}: {'DESTRUCTIVE ' if s.destructive else ''}{s.command}  # {s.reason}"
+              for s in rec.os_steps]
     notes += [f"withheld {w.name} = {w.text} ({w.rule}): {w.reason}" for w in rec.withheld]
     if f.emulated:
         notes.insert(0, EMULATION_NOTE)
@@ -105,15 +180,23 @@ def recommend_cmd(
     data_dir: str | None = typer.Option(None, "--data-dir", help="Data directory."),
     wal_dir: str | None = typer.Option(None, "--wal-dir", help="WAL / redo log directory."),
     clients: int | None = typer.Option(None, "--clients", help="Concurrent clients."),
+    medium: str | None = typer.Option(None, "--medium",
+                                      help="Medium when the probe cannot tell: CLASS for the "
+                                           "data directory, or PATH=CLASS[,PATH=CLASS]; "
+                                           "classes pmem, nvme, ssd, hdd, cxl, tmpfs."),
     allow_unsafe: bool = typer.Option(False, "--allow-unsafe",
                                       help="Also apply durability-risk settings."),
+    interleave_cpuless: bool = typer.Option(
+        False, "--interleave-cpuless",
+        help="When interleaving memory, include CPU-less nodes (CXL, kmem PMEM) too."),
     out_file: str | None = typer.Option(None, "--out", help="Write the config file here."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Recommend a config from the papers' rules, each line with its reason and source."""
     rec = build_recommendation(engine, profile=profile, root=root, version=version,
                                workload=workload, memory=memory, cpus=cpus, data_dir=data_dir,
-                               wal_dir=wal_dir, clients=clients, allow_unsafe=allow_unsafe)
+                               wal_dir=wal_dir, clients=clients, allow_unsafe=allow_unsafe,
+                               medium=medium, interleave_cpuless=interleave_cpuless)
     if out_file:
         backup = write_keeping_backup(out_file, emit(rec))
         if backup:
@@ -121,7 +204,7 @@ def recommend_cmd(
     if rec.emulated:
         console.print(EMULATION_NOTE)
     if json_out:
-        print_json(rec.to_json())
+        print_json(rec.to_json(), "pmem-advisor.recommend/1")
         return
     _print_table(rec)
     if out_file:
@@ -129,23 +212,31 @@ def recommend_cmd(
 
 
 def _print_table(rec) -> None:
+    """The settings as a table on stdout (one row per line when piped, so grep finds a knob),
+    then withheld values, the worst case, OS steps and findings; notes go to stderr."""
     f = rec.facts
-    table = Table(title=f"{f.flavour} {f.version or '(newest)'} - {f.workload}")
-    for col in ("knob", "value", "default", "why", "source"):
-        table.add_column(col, overflow="fold")
+    rows = []
     for s in rec.settings:
-        value = f"[bold red]{s.text}[/]" if s.unsafe else s.text
+        value = f"[bold red]{escape(s.text)}[/]" if s.unsafe else escape(s.text)
         src = s.source + (f" [{', '.join(s.insights)}]" if s.insights else "")
-        table.add_row(s.name, value, s.default or "", s.reason, f"{s.rule} {src}")
-    out.print(table)
+        rows.append((s.name, value, escape(s.default or ""), escape(s.reason),
+                     escape(f"{s.rule} {src}")))
+    print_table(("knob", "value", "default", "why", "source"), rows,
+                title=f"{f.flavour} {f.version or '(newest)'} - {f.workload}")
     for w in rec.withheld:
-        out.print(f"withheld (needs --allow-unsafe): {w.name} = {w.text}  [{w.rule}] {w.reason}")
+        out.print(escape(f"withheld (needs --allow-unsafe): {w.name} = {w.text}  [{w.rule}] "
+                         f"{w.reason}"), soft_wrap=True)
+    if rec.memory_line():
+        out.print(escape(f"memory: {rec.memory_line()}"), soft_wrap=True)
     for s in rec.os_steps:
-        out.print(f"os step [{s.rule}]: {s.command}\n    why: {s.reason}")
+        mark = "[bold red]DESTRUCTIVE[/] " if s.destructive else ""
+        out.print(f"os step {escape(f'[{s.rule}]')}: {mark}{escape(s.command)}\n"
+                  f"    why: {escape(s.reason)}", soft_wrap=True)
     for x in rec.findings:
-        out.print(f"{x.severity}: [{x.rule}] {x.message}" + (f" -> {x.fix}" if x.fix else ""))
+        out.print(escape(f"{x.severity}: [{x.rule}] {x.message}" +
+                         (f" -> {x.fix}" if x.fix else "")), soft_wrap=True)
     for n in rec.notes:
-        out.print(f"note: {n}")
+        note(f"note: {escape(n)}")
 
 
 def register(app: typer.Typer) -> None:

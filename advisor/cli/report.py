@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from pmem_advisor.cli.output import console, print_json
+from pmem_advisor.cli.output import out as stdout
 from pmem_advisor.errors import UsageError
 
 
@@ -15,6 +16,8 @@ def report(
     storage: str = typer.Option(None, "--storage", help="SQLAlchemy URL instead of study.db."),
     study: str = typer.Option(None, "--study", help="Study name (when the storage has several)."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    offline: bool = typer.Option(False, "--offline", help="Embed plotly.js in report.html "
+                                 "(one self-contained file) instead of plotly.min.js beside it."),
 ) -> None:
     """Rebuild summary.json, the best config, report.md and report.html from the study."""
     import optuna
@@ -29,14 +32,16 @@ def report(
                          "or --storage URL")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     st = load_existing(open_storage(storage or default_url(out)), study)
-    summary = write_reports(st, out)
+    summary = write_reports(st, out, offline=offline)
     if json_out:
         print_json(summary)
         return
-    from pmem_advisor.cli.tune import print_outcome
+    from pmem_advisor.report.describe import outcome_lines
 
     console.print(f"rebuilt the report of study {st.study_name!r} in {out}")
-    print_outcome(summary)
+    for line in outcome_lines(summary):  # the result: stdout; notes (caveats): stderr
+        stream = console if line.startswith("note:") else stdout
+        stream.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

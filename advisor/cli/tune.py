@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from pmem_advisor.cli.output import EMULATION_NOTE, console, print_json
+from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
 from pmem_advisor.knobs.units import parse_bytes
 
 
@@ -12,13 +12,26 @@ def tune(
     engine: str = typer.Argument(..., help="postgres or mysql (MySQL/MariaDB)."),
     workload: str = typer.Option(..., "--workload", "-w", help="Workload name."),
     trials: int = typer.Option(20, "--trials", help="Trials in the study (baselines included)."),
-    time_budget: str = typer.Option(None, "--time-budget", help="Stop searching after, e.g. 30m."),
+    time_budget: str = typer.Option(
+        None, "--time-budget",
+        help="Whole run incl. re-measurement, with a unit: 90s, 30m, 2h."),
     duration: float = typer.Option(30.0, "--duration", help="Measured seconds per trial."),
     warmup: float = typer.Option(5.0, "--warmup", help="Warm-up seconds per trial."),
-    clients: int = typer.Option(4, "--clients", help="Client connections."),
-    scale: int = typer.Option(None, "--scale", help="Workload scale (default: the workload's)."),
-    memory: str = typer.Option(None, "--memory",
-                               help="RAM the server may use, e.g. 4G (default: all of it)."),
+    clients: int = typer.Option(4, "--clients", help="Benchmark client connections."),
+    scale: int = typer.Option(
+        None, "--scale", help="Workload scale (default: data at least the buffer being sized)."),
+    memory: str = typer.Option(
+        None, "--memory",
+        help="Production RAM budget, e.g. 4G (default: this machine's budget)."),
+    connections: int = typer.Option(
+        None, "--connections",
+        help="Production peak client connections (default: --dsn's or the rules')."),
+    dsn: str = typer.Option(None, "--dsn",
+                            help="A live server whose max_connections is the production one."),
+    dsn_file: str = typer.Option(None, "--dsn-file", help="Read --dsn from this file."),
+    flavour: str = typer.Option(None, "--flavour", help="mariadb or mysql (or postgresql)."),
+    server_version: str = typer.Option(None, "--server-version",
+                                       help="Server version to tune, e.g. 15 or 10.11."),
     data_dir: str = typer.Option(None, "--data-dir", help="New or empty data directory."),
     wal_dir: str = typer.Option(None, "--wal-dir", help="New or empty WAL/redo directory."),
     objective: str = typer.Option("throughput", "--objective", help="throughput, p95 or p99."),
@@ -32,15 +45,31 @@ def tune(
     resume: bool = typer.Option(False, "--resume", help="Continue or join an existing study."),
     out: str = typer.Option("tune-out", "--out", help="Output directory."),
     knob: list[str] = typer.Option([], "--knob", help="Also tune this knob (repeatable)."),
-    repeats: int = typer.Option(3, "--repeats", help="Re-measurements of each finalist."),
+    repeats: int = typer.Option(
+        8, "--repeats", help="Most interleaved rounds of the final re-measurement."),
+    offline: bool = typer.Option(False, "--offline",
+                                 help="Embed plotly in report.html (no file beside it)."),
     heartbeat: int = typer.Option(10, "--heartbeat", help="Worker heartbeat seconds.",
                                   hidden=True),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
-    """Tune a config on managed servers: trial 0 defaults, trial 1 rules-only, then search."""
+    """Tune a config on managed servers: trial 0 defaults, trial 1 rules-only, then search.
+
+    The tuned file is sized for production (--connections/--memory/--dsn), not for the
+    benchmark's --clients. Exit codes: 0 done, 2 bad input, 3 environment (no trial
+    measured: no config written; --out not writable; disk full), 130 Ctrl-C, 143 SIGTERM
+    (the study is kept either way: --resume continues it)."""
+    from pmem_advisor.capabilities import require_extra
+
+    require_extra("tune", "pmem-advisor tune")  # before any server starts or data loads
+    from pmem_advisor.connection import resolve_dsn
     from pmem_advisor.report.progress import LiveProgress
     from pmem_advisor.tuner.session import TuneRequest, run_tune
 
+    notes: list[str] = []
+    live_dsn = resolve_dsn(dsn, dsn_file, notes=notes) if (dsn or dsn_file) else None
+    for note in notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
     req = TuneRequest(
         engine=engine, workload=workload, trials=trials, time_budget=time_budget,
         duration=duration, warmup=warmup, clients=clients, scale=scale, data_dir=data_dir,
@@ -49,10 +78,13 @@ def tune(
         storage=storage, study=study, resume=resume, out=out, knobs=list(knob),
         repeats=repeats, heartbeat_s=heartbeat,
         memory_bytes=parse_bytes(memory, "--memory") if memory else None,
+        connections=connections, dsn=live_dsn, flavour=flavour, version=server_version,
+        offline=offline,
     )
 
     def progress(space, catalog):
-        return LiveProgress(console, space, trials, objective, catalog)
+        return LiveProgress(console, space, trials, objective, catalog,
+                            trial_estimate_s=req.trial_seconds())
 
     summary = run_tune(req, progress=progress, console=console)
     if json_out:
@@ -62,17 +94,14 @@ def tune(
 
 
 def print_outcome(summary: dict) -> None:
-    from pmem_advisor.report.markdown import gain
+    from pmem_advisor.report.describe import outcome_lines
 
-    best = summary.get("best")
-    if best:
-        console.print(f"best: trial {best['trial']} ({best['role']}), "
-                      f"{best['throughput_tps'] or 0:.1f} tps median of {best['runs']} runs")
-    console.print(f"vs server defaults: {gain(summary.get('gain_vs_default'))}; "
-                  f"vs rules only: {gain(summary.get('gain_vs_rules'))}")
-    if summary.get("config_file"):
-        console.print(f"config: {summary['config_file']}")
-    if summary.get("emulated_pmem") or (summary.get("meta") or {}).get("emulated_pmem"):
+    lines = outcome_lines(summary)
+    for line in lines:  # the verdict and the file are the result: stdout; notes: stderr
+        stream = console if line.startswith("note:") else out
+        stream.print(line, markup=False, highlight=False, soft_wrap=True)
+    emulated = summary.get("emulated_pmem") or (summary.get("meta") or {}).get("emulated_pmem")
+    if emulated and not any("tmpfs" in ln for ln in lines):
         console.print(EMULATION_NOTE)
 
 

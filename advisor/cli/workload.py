@@ -42,7 +42,7 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON."))
     """List the named workloads, their engines and what --scale means for each."""
     rows = [_describe(n) for n in WORKLOADS]
     if json_out:
-        print_json(rows)
+        print_json(rows, "pmem-advisor.workloads/1", key="workloads")
         return
     table = Table(title="pmem-advisor workloads")
     for col in ("name", "engines", "kind", "scale", "options"):
@@ -169,7 +169,8 @@ def run_cmd(
         "raw": result.raw,
     }
     if json_out:
-        print_json(data)
+        print_json(data, "pmem-advisor.workload-run/1", engine=engine,
+                   flavour=binary.flavour, version=str(binary.version))
         return
     lat = result.latency_ms
     table = Table(title=f"{workload} on {binary.flavour} {binary.version}")

@@ -17,5 +17,8 @@ def test_doctor_json_lists_capabilities(run_cli):
 
     code, out, _ = run_cli("doctor", "--json")
     assert code == 0
-    names = {c["name"] for c in json.loads(out)}
-    assert {"native-kernel", "libpmem", "sysbench", "pgbench"} <= names
+    doc = json.loads(out)
+    assert doc["schema"] == "pmem-advisor.doctor/1"
+    names = {c["name"] for c in doc["capabilities"]}
+    assert {"native-kernel", "libpmem", "sysbench", "pgbench", "postgres-server",
+            "extra [tune]", "extra [embedded]"} <= names
