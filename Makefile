@@ -6,9 +6,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
-# System packages: compiler and libpmem for the native kernel, load generators, servers.
+# System packages: compiler and libpmem for the native kernel, load generators, servers
+# (rocksdb-tools: db_bench and ldb for RocksDB; tarantool: the Tarantool server).
 DEB_PKGS := gcc pkg-config libpmem1 libpmem-dev sysbench fio numactl ndctl daxctl \
-            postgresql postgresql-client mariadb-server mariadb-client
+            postgresql postgresql-client mariadb-server mariadb-client rocksdb-tools tarantool
 PYTEST_ARGS ?=
 
 .PHONY: all deps venv install install-demo install-size lint test test-all demo bench bench-probe \
