@@ -31,6 +31,10 @@ from pmem_advisor.knobs import units
 from pmem_advisor.knobs.version import parse_version, series, version_in
 
 DATA = Path(__file__).resolve().parent / "data"
+# Folders searched for <flavour>.yaml after DATA (tests add their own engines' catalogs).
+EXTRA_CATALOG_DIRS: list[Path] = []
+# The engines are data (advisor/engines/data/*.yaml): engines() / flavours_of() read them.
+# ENGINES is kept for the built-in two; new code asks the engine registry.
 ENGINES = {"postgres": ("postgresql",), "mysql": ("mysql", "mariadb")}
 DEFAULT_FLAVOUR = {"postgres": "postgresql", "mysql": "mysql"}
 NUMERIC = ("int", "size", "duration", "real")
@@ -317,15 +321,42 @@ def supported_versions(engine: str, flavour: str | None = None) -> list[str]:
     return list(_raw(flavour)["series"])
 
 
+def _spec(engine: str):
+    """The engine's data (advisor/engines/data/<engine>.yaml); UsageError when unknown."""
+    from pmem_advisor.engines import registry
+
+    specs = {s.name: s for s in registry.specs()}
+    if engine not in specs:
+        raise UsageError(f"unknown engine {engine!r} (use {registry.names_text()})")
+    return specs[engine]
+
+
+def catalog_path(flavour: str) -> Path | None:
+    """knobs/data/<flavour>.yaml (or an added catalog folder's); None when there is none."""
+    for folder in (DATA, *EXTRA_CATALOG_DIRS):
+        path = folder / f"{flavour}.yaml"
+        if path.is_file():
+            return path
+    return None
+
+
+def catalog_engines() -> list[str]:
+    """The registered engines whose default flavour has a knob catalog."""
+    from pmem_advisor.engines import registry
+
+    return [s.name for s in registry.specs() if catalog_path(s.flavours[0]) is not None]
+
+
 def _flavour(engine: str, flavour: str | None) -> str:
-    if engine not in ENGINES:
-        raise UsageError(f"unknown engine {engine!r} (use postgres or mysql)")
-    flavour = (flavour or DEFAULT_FLAVOUR[engine]).lower()
+    spec = _spec(engine)
+    flavour = (flavour or DEFAULT_FLAVOUR.get(engine) or spec.flavours[0]).lower()
     if flavour == "postgres":
         flavour = "postgresql"
-    if flavour not in ENGINES[engine]:
+    if flavour not in spec.flavours:
         raise UsageError(f"flavour {flavour!r} does not belong to engine {engine} "
-                         f"(use {' or '.join(ENGINES[engine])})")
+                         f"(use {' or '.join(spec.flavours)})")
+    if catalog_path(flavour) is None:
+        raise UsageError(f"{spec.title} has no knob catalog (knobs/data/{flavour}.yaml)")
     return flavour
 
 
@@ -337,7 +368,7 @@ def load_catalog(engine: str, flavour: str | None = None, version: str | None = 
     if version is None:
         version = supported[-1]
     version = str(version).strip()
-    v_series = series(version, 1 if engine == "postgres" else 2)
+    v_series = series(version, _spec(engine).version_parts)
     newest = parse_version(supported[-1])
     if v_series not in supported and not (
         raw.get("open_ended") and parse_version(version) > newest
@@ -413,7 +444,7 @@ _DOCS = {
 def _generated_knob(flavour: str, fact: dict, source: str, version: str) -> Knob:
     """A knob from the server's own list: known, not judged (safety unknown, not tunable)."""
     engine = _raw(flavour)["engine"]
-    major = series(version, 1 if engine == "postgres" else 2)
+    major = series(version, _spec(engine).version_parts)
     knob = Knob(
         name=fact["name"], engine=engine, flavour=flavour, type=fact["type"], default=None,
         scope=fact["scope"], description=fact.get("description") or "",
@@ -436,7 +467,7 @@ def _generated_knob(flavour: str, fact: dict, source: str, version: str) -> Knob
 
 @lru_cache(maxsize=8)
 def _raw(flavour: str) -> dict:
-    path = DATA / f"{flavour}.yaml"
+    path = catalog_path(flavour) or DATA / f"{flavour}.yaml"
     with open(path, encoding="utf-8") as f:
         data = yaml.safe_load(f)
     try:
@@ -444,6 +475,9 @@ def _raw(flavour: str) -> dict:
     except jsonschema.ValidationError as e:
         where = "/".join(str(p) for p in e.absolute_path)
         raise CatalogDataError(f"{path.name}: {where}: {e.message}") from None
+    if data["flavour"] != flavour:
+        raise CatalogDataError(f"{path.name}: flavour {data['flavour']!r} must equal the file "
+                               f"name {flavour!r}")
     names = [k["name"] for k in data["knobs"]]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:

@@ -158,8 +158,27 @@ def _checked(text: str) -> str:
 
 def emit_config(engine: str, settings: list[Setting], header: Header = Header(), *,
                 catalog: Catalog | None = None, fragment: bool = True) -> EmittedConfig:
+    """The config in ``engine``'s format (each engine's ``Engine.emit``)."""
     if engine == "postgres":
         return emit_postgresql_conf(settings, header, catalog=catalog, fragment=fragment)
     if engine == "mysql":
         return emit_mycnf(settings, header, catalog=catalog)
-    raise UsageError(f"unknown engine {engine!r} (use postgres or mysql)")
+    from pmem_advisor.engines.registry import get_engine
+
+    eng = get_engine(engine)
+    if catalog is None:
+        catalog = eng.catalog(header.flavour or None, header.version or None)
+    emitted = eng.emit(settings, header, catalog=catalog, fragment=fragment)
+    emitted.text = checked(emitted.text)  # the last guard holds for every engine's format
+    return emitted
+
+
+def header_lines(header: Header, catalog: Catalog, kind: str, comment: str = "#") -> list[str]:
+    """The header every emitted config starts with (tool version, target, hardware
+    fingerprint, notes), as comment lines of the engine's format (``--`` for SQL and Lua)."""
+    return [f"{comment}{line[1:]}" for line in _header_lines(header, catalog, kind)]
+
+
+def checked(text: str) -> str:
+    """UsageError when the text holds a control character (see ``_checked``); the text."""
+    return _checked(text)

@@ -170,9 +170,16 @@ def load_catalog_for(facts: Facts):
     if facts.engine is None:
         return None
     try:
-        from pmem_advisor.knobs.catalog import load_catalog
+        from pmem_advisor.knobs.catalog import catalog_path, load_catalog
     except ImportError:
         return None
+    if facts.engine not in ("postgres", "mysql"):
+        from pmem_advisor.engines.registry import get_engine
+
+        engine = get_engine(facts.engine)
+        if catalog_path(engine.resolve_flavour(facts.flavour, facts.version)) is None:
+            return None  # an advice-only engine without a knob catalog: values as given
+        return engine.catalog(facts.flavour, facts.version)
     return load_catalog(facts.engine, facts.flavour, facts.version)
 
 

@@ -15,7 +15,7 @@ from pmem_advisor.errors import InputError, UsageError
 from pmem_advisor.knobs.version import parse_version
 
 PROFILE_SCHEMA = "pmem-advisor.probe/1"
-ENGINES = ("postgres", "mysql")
+ENGINES = ("postgres", "mysql")  # the built-in two; known_engines() lists every engine
 FLAVOURS = {"postgres": ("postgresql",), "mysql": ("mysql", "mariadb")}
 WORKLOADS = ("oltp", "olap", "mixed", "kv")
 PMEM_MEDIA = ("pmem", "cxl")
@@ -215,7 +215,12 @@ def version_tuple(text: str) -> tuple[int, ...]:
 
 
 def flavour_for(engine: str, flavour: str | None, version: str | None) -> str:
-    """The flavour for ``mysql`` when not given: MariaDB versions start at 10, MySQL's below."""
+    """The flavour for ``mysql`` when not given: MariaDB versions start at 10, MySQL's below.
+    Other engines: ``Engine.resolve_flavour`` (their YAML's first flavour by default)."""
+    if engine not in FLAVOURS:
+        from pmem_advisor.engines.registry import get_engine
+
+        return get_engine(engine).resolve_flavour(flavour, version)
     if flavour:
         if flavour not in FLAVOURS[engine]:
             raise UsageError(f"flavour {flavour!r} is not one of {', '.join(FLAVOURS[engine])}"
@@ -226,6 +231,13 @@ def flavour_for(engine: str, flavour: str | None, version: str | None) -> str:
     if version is not None and parse_version(version)[0] >= 10:
         return "mariadb"
     return "mysql"
+
+
+def known_engines() -> list[str]:
+    """The registered engines' names (advisor/engines/data/*.yaml)."""
+    from pmem_advisor.engines.registry import list_engines
+
+    return list_engines()
 
 
 def validate_profile(profile: Any, origin: str = "profile") -> dict:
@@ -381,8 +393,8 @@ def build_facts(profile: dict, *, engine: str | None, flavour: str | None = None
                 interleave_cpuless: bool = False) -> Facts:
     """Facts for the rules; raises UsageError/InputError with one line on bad input."""
     validate_profile(profile)
-    if engine is not None and engine not in ENGINES:
-        raise UsageError(f"engine {engine!r} is not one of {', '.join(ENGINES)}")
+    if engine is not None and engine not in known_engines():
+        raise UsageError(f"engine {engine!r} is not one of {', '.join(known_engines())}")
     if workload not in WORKLOADS:
         raise UsageError(f"workload {workload!r} is not one of {', '.join(WORKLOADS)}")
     for name, v in (("memory", memory_bytes), ("cpus", cpus), ("clients", clients)):

@@ -56,20 +56,24 @@ def fitted_budget(budget: int) -> int:
     return int(budget * BUDGET_SHARE)
 
 
-def fit_memory(rec: Recommendation, view) -> MemoryEstimate:
+def fit_memory(rec: Recommendation, view) -> MemoryEstimate | None:
     """Lower per-connection memory (then MySQL's pool) until the worst case fits BUDGET_SHARE
-    of the budget."""
+    of the budget. Each engine fits its own (``Engine.fit_memory``); None: the engine has no
+    memory model."""
     budget = fitted_budget(rec.facts.memory_bytes)
     if rec.facts.engine == "postgres":
-        _fit_postgres(rec, view, budget)
+        fit_postgres(rec, view, budget)
+    elif rec.facts.engine == "mysql":
+        fit_mysql(rec, view, budget)
     else:
-        est = estimate(rec, view)
-        if est.total_bytes > budget:
-            _scale_mysql_buffers(rec, view, est, budget)
-            est = estimate(rec, view)
-        if est.total_bytes > budget:
-            _shrink_pool(rec, view, est, budget)
+        from pmem_advisor.engines.registry import get_engine
+
+        get_engine(rec.facts.engine).fit_memory(rec, view, budget)
     est = estimate(rec, view)
+    if est is None:
+        rec.notes.append(f"worst-case memory: pmem-advisor has no memory model for "
+                         f"{rec.facts.engine}; size its memory settings to the budget yourself")
+        return None
     if est.total_bytes > budget:
         rec.notes.append(f"the worst case ({gib(est.total_bytes)}) still exceeds the "
                          f"{gib(budget)} budget at the smallest per-connection memory: lower "
@@ -77,7 +81,17 @@ def fit_memory(rec: Recommendation, view) -> MemoryEstimate:
     return est
 
 
-def _fit_postgres(rec: Recommendation, view, budget: int) -> None:
+def fit_mysql(rec: Recommendation, view, budget: int) -> None:
+    """MySQL/MariaDB: scale the per-connection buffers down together, then the pool."""
+    est = estimate(rec, view)
+    if est.total_bytes > budget:
+        _scale_mysql_buffers(rec, view, est, budget)
+        est = estimate(rec, view)
+    if est.total_bytes > budget:
+        _shrink_pool(rec, view, est, budget)
+
+
+def fit_postgres(rec: Recommendation, view, budget: int) -> None:
     f = rec.facts
     settings = {s.name: s.value for s in rec.settings}
     fit = pg_work_mem_to_fit(budget, settings, version=f.version, catalog=view.catalog)

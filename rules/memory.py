@@ -193,11 +193,38 @@ def _parse_loose(engine: str, name: str, raw: Any) -> float:
 # ------------------------------------------------------------------ the estimate
 def worst_case(engine: str, settings: Mapping[str, Any], *, flavour: str | None = None,
                version: str | None = None, catalog=None,
-               host_memory_bytes: int | None = None) -> MemoryEstimate:
+               host_memory_bytes: int | None = None) -> MemoryEstimate | None:
     """Worst-case memory of ``settings`` (knob -> base-unit value or config text); knobs not
     given take the catalog's default for that flavour/version. ``host_memory_bytes`` sizes
-    defaults that depend on the machine (MySQL 8.4's temptable_max_ram: 3% of RAM, 1-4 GB)."""
-    if engine not in ("postgres", "mysql"):
+    defaults that depend on the machine (MySQL 8.4's temptable_max_ram: 3% of RAM, 1-4 GB).
+    Each engine accounts for its own memory (``Engine.memory``); None: it has no model."""
+    if engine in SERVER_ENGINES:
+        return server_worst_case(engine, settings, flavour=flavour, version=version,
+                                 catalog=catalog, host_memory_bytes=host_memory_bytes)
+    from pmem_advisor.engines.registry import get_engine
+
+    eng = get_engine(engine)
+    if eng.name != engine:  # an alias: callers pass the engine's own name
+        raise UsageError(f"engine {engine!r}: use {eng.name}")
+    flavour = eng.resolve_flavour(flavour, version)
+    if catalog is None:
+        try:
+            catalog = eng.catalog(flavour, version)
+        except UsageError:  # an engine without a catalog (advice only) may still count
+            catalog = None
+    return eng.memory(settings, flavour=flavour, version=version, catalog=catalog,
+                      host_memory_bytes=host_memory_bytes)
+
+
+SERVER_ENGINES = ("postgres", "mysql")  # the two accounted for below
+
+
+def server_worst_case(engine: str, settings: Mapping[str, Any], *, flavour: str | None = None,
+                      version: str | None = None, catalog=None,
+                      host_memory_bytes: int | None = None) -> MemoryEstimate:
+    """``worst_case`` of PostgreSQL and MySQL/MariaDB: global buffers + per-connection
+    buffers x max_connections + background workers (see ASSUMPTIONS)."""
+    if engine not in SERVER_ENGINES:
         raise UsageError(f"engine {engine!r} is not one of postgres, mysql")
     if flavour is None:
         from pmem_advisor.rules.facts import flavour_for

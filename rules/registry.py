@@ -31,9 +31,12 @@ def catalog_rules() -> tuple[Rule, ...]:
 
 
 def baseline_rules() -> tuple[Rule, ...]:
-    from pmem_advisor.rules.baseline import BASELINES
+    """Every engine's baseline (``Engine.baseline_rules``), PostgreSQL and MySQL first; each
+    rule's ``engines`` decides where it applies. An engine whose module is broken is left
+    out here (asking for that engine by name reports it)."""
+    from pmem_advisor.engines.registry import engines
 
-    return tuple(BASELINES)
+    return tuple(r for e in engines(skip_broken=True) for r in e.baseline_rules())
 
 
 def all_rules() -> tuple[Rule, ...]:

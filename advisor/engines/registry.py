@@ -1,0 +1,188 @@
+"""The engine list is data: every ``advisor/engines/data/<name>.yaml`` is one engine.
+
+``get_engine("pg")`` resolves names and aliases; ``resolve("mariadb")`` also gives the flavour
+an alias picks. The YAML is checked against ``engine.schema.json`` when first read; the
+Engine class is imported only when an engine is asked for (``module: package.module:Class``),
+so listing engines never imports a heavy dependency.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import json
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from pmem_advisor.engines.base import Engine, EngineDataError, EngineSpec
+from pmem_advisor.errors import UsageError
+
+DATA = Path(__file__).resolve().parent / "data"
+_extra_dirs: list[Path] = []  # tests add folders of their own engines (add_data_dir)
+_instances: dict[str, Engine] = {}
+
+
+@cache
+def _schema() -> dict:
+    return json.loads((DATA / "engine.schema.json").read_text(encoding="utf-8"))
+
+
+def load_spec(path: Path) -> EngineSpec:
+    """One engine YAML, validated; EngineDataError (one line: file, field, problem)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as e:
+        first = " ".join(str(e).split())
+        raise EngineDataError(f"engine data {path.name}: cannot read it: {first}") from None
+    try:
+        jsonschema.validate(data, _schema())
+    except jsonschema.ValidationError as e:
+        where = "/".join(str(p) for p in e.absolute_path) or "top level"
+        raise EngineDataError(f"engine data {path.name}: {where}: {e.message}") from None
+    if data["name"] != path.stem:
+        raise EngineDataError(f"engine data {path.name}: name {data['name']!r} must equal "
+                              f"the file name {path.stem!r}")
+    return EngineSpec.from_dict(data, source=str(path))
+
+
+def _files() -> list[Path]:
+    files: dict[str, Path] = {}
+    for folder in (DATA, *_extra_dirs):
+        for path in sorted(folder.glob("*.yaml")):
+            if path.stem in files:
+                raise EngineDataError(f"engine data {path}: engine {path.stem!r} is already "
+                                      f"defined by {files[path.stem]}")
+            files[path.stem] = path
+    return list(files.values())
+
+
+@cache
+def _specs() -> dict[str, EngineSpec]:
+    """Every engine's spec by name, in a stable order (postgres, mysql first, then by name)."""
+    specs = {s.name: s for s in (load_spec(p) for p in _files())}
+    order = sorted(specs, key=lambda n: ({"postgres": 0, "mysql": 1}.get(n, 2), n))
+    _check_aliases(specs)
+    return {n: specs[n] for n in order}
+
+
+def _check_aliases(specs: dict[str, EngineSpec]) -> None:
+    seen: dict[str, str] = {n: n for n in specs}
+    for spec in specs.values():
+        for alias, flavour in spec.aliases.items():
+            owner = seen.get(alias)
+            if owner is not None and owner != spec.name:
+                raise EngineDataError(f"engine data {Path(spec.source).name}: alias {alias!r} "
+                                      f"is already the engine or an alias of {owner!r}")
+            seen[alias] = spec.name
+            if flavour is not None and flavour not in spec.flavours:
+                raise EngineDataError(f"engine data {Path(spec.source).name}: alias {alias!r} "
+                                      f"picks flavour {flavour!r}, not one of "
+                                      f"{', '.join(spec.flavours)}")
+
+
+def specs() -> list[EngineSpec]:
+    """Every engine's data, without importing any engine module."""
+    return list(_specs().values())
+
+
+def list_engines() -> list[str]:
+    """The engine names (the CLI words), postgres and mysql first."""
+    return list(_specs())
+
+
+def names_text(kinds: tuple[str, ...] | None = None) -> str:
+    """'postgres, mysql, duckdb ...' for help and error messages."""
+    return ", ".join(s.name for s in specs() if kinds is None or s.kind in kinds)
+
+
+def resolve(word: str) -> tuple[Engine, str | None]:
+    """(engine, flavour the word picks or None) for an engine name or alias, any case:
+    'pg' -> (postgres, 'postgresql'), 'mariadb' -> (mysql, 'mariadb'), 'mysql' -> (mysql,
+    None: decided by the version or the installed server). UsageError for unknown words."""
+    key = str(word).strip().lower()
+    table = _specs()
+    if key in table:
+        spec = table[key]
+        return _engine(spec), spec.aliases.get(key)
+    for spec in table.values():
+        if key in spec.aliases:
+            return _engine(spec), spec.aliases[key]
+    words = list(table) + [a for s in table.values() for a in s.aliases]
+    close = difflib.get_close_matches(key, words, n=3, cutoff=0.6)
+    hint = f"did you mean {', '.join(close)}?" if close else None
+    raise UsageError(f"unknown engine {word!r} (use {names_text()})", hint=hint)
+
+
+def get_engine(word: str) -> Engine:
+    """The engine for a name or alias ('pg', 'postgresql', 'mariadb'); UsageError if unknown."""
+    return resolve(word)[0]
+
+
+def engines(*, skip_broken: bool = False) -> list[Engine]:
+    """Every engine, imported (for doctor and help that ask each engine something).
+    ``skip_broken``: leave out an engine whose module cannot be imported, so that one broken
+    engine does not take the others down (asking for it by name still fails loudly)."""
+    out = []
+    for s in specs():
+        try:
+            out.append(_engine(s))
+        except (EngineDataError, ImportError):
+            if not skip_broken:
+                raise
+    return out
+
+
+def _engine(spec: EngineSpec) -> Engine:
+    if spec.name in _instances:
+        return _instances[spec.name]
+    module_name, _, class_name = spec.module.partition(":")
+    where = Path(spec.source).name
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name and module_name.startswith(e.name):  # the engine's own module is missing
+            raise EngineDataError(f"engine data {where}: module {module_name} cannot be "
+                                  "imported (not installed?)") from None
+        raise  # a dependency the module needs: main() names the extra to install
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Engine)):
+        raise EngineDataError(f"engine data {where}: {spec.module} is not an Engine subclass")
+    engine = cls(spec)
+    _instances[spec.name] = engine
+    return engine
+
+
+def add_data_dir(folder: str | Path) -> None:
+    """Also read engine YAML files from ``folder`` and knob catalogs from ``folder/knobs``
+    (tests register engines of their own this way)."""
+    from pmem_advisor.knobs.catalog import EXTRA_CATALOG_DIRS
+
+    folder = Path(folder)
+    if folder not in _extra_dirs:
+        _extra_dirs.append(folder)
+        EXTRA_CATALOG_DIRS.append(folder / "knobs")
+    reset()
+
+
+def remove_data_dir(folder: str | Path) -> None:
+    from pmem_advisor.knobs.catalog import EXTRA_CATALOG_DIRS
+
+    folder = Path(folder)
+    if folder in _extra_dirs:
+        _extra_dirs.remove(folder)
+        EXTRA_CATALOG_DIRS.remove(folder / "knobs")
+    reset()
+
+
+def reset() -> None:
+    """Forget what was read (after the data folders changed)."""
+    _specs.cache_clear()
+    _instances.clear()
+    from pmem_advisor.knobs import catalog
+
+    for fn in (catalog._raw, catalog._base_knobs, catalog._at_version, catalog._generated_docs):
+        fn.cache_clear()
