@@ -196,7 +196,7 @@ class Instance(ABC):
             while not top.parent.exists():
                 top = top.parent
             path.mkdir(parents=True)
-            registry.write_marker(top, self.id)  # removed by initialize() until initdb is done
+            registry.write_marker(top, self.id)
             self._remove.append(top)
             self._sync_record()
         hand_over(path, self.user)
@@ -332,7 +332,11 @@ class Instance(ABC):
             self.stop()
         for d in (self.data_dir, self.wal_dir):
             if d is not None:
-                registry.empty_dir(d)
+                registry.empty_dir(d, keep=(MARKER,))
+        # Marked before the init tool runs, and the marker never leaves: a SIGKILL while it
+        # runs leaves directories the next reaper can prove ours and empty (issue 17 item 7;
+        # before, an unmarked half-initialised --data-dir made `tune --resume` refuse it).
+        self._mark()
         self._init_datadir()
         self._mark()
         self.initialized = True

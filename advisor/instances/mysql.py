@@ -21,7 +21,7 @@ import pymysql
 from pmem_advisor.connection import ConnInfo
 from pmem_advisor.errors import EnvironmentProblem, ServerError, UsageError
 from pmem_advisor.fileio import write_file_safely
-from pmem_advisor.instances.base import DB_NAME, Instance, refuse_control_characters
+from pmem_advisor.instances.base import DB_NAME, MARKER, Instance, refuse_control_characters
 
 INCLUDE_FILE = "pmem-advisor.cnf"
 SUPERUSER = "root"
@@ -115,6 +115,10 @@ class MySQLInstance(Instance):
             ]
             self.run_tool(cmd, "mariadb-install-db")
         else:
+            # `mysqld --initialize` refuses a data directory holding any file, our marker
+            # included: it leaves for the tool's run and initialize() writes it back. (No MySQL
+            # 8 server here to prove a staged init on; mariadb-install-db keeps the marker.)
+            (self.data_dir / MARKER).unlink(missing_ok=True)
             cmd = [
                 str(self.binary.server), f"--defaults-file={self.defaults_file}",
                 "--initialize-insecure", f"--datadir={self.data_dir}",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -21,9 +22,13 @@ from pmem_advisor.connection import ConnInfo
 from pmem_advisor.errors import AdvisorError, EnvironmentProblem, ServerError, UsageError
 from pmem_advisor.fileio import read_text_nofollow, write_file_safely
 from pmem_advisor.instances.base import DB_NAME, Instance
+from pmem_advisor.instances.privileges import hand_over
 from pmem_advisor.knobs.units import parse_bytes
 
 INCLUDE_FILE = "pmem-advisor.conf"
+# initdb refuses a directory that holds anything, our marker included, so it runs in this
+# fresh subdirectory and its files move up: the marker never leaves (see _init_datadir).
+STAGE = ".pmem-advisor-initdb"
 SUPERUSER = "postgres"
 _TRUE = {"on", "true", "yes", "1"}
 _FALSE = {"off", "false", "no", "0"}
@@ -75,16 +80,18 @@ class PostgresInstance(Instance):
         if not initdb.is_file():
             raise EnvironmentProblem(f"initdb not found next to {self.binary.server}")
         s = self.init_settings
+        data_stage = self._stage(self.data_dir)
+        wal_stage = self._stage(self.wal_dir) if self.wal_dir is not None else None
         cmd = [
-            str(initdb), "-D", str(self.data_dir), "-U", SUPERUSER,
+            str(initdb), "-D", str(data_stage), "-U", SUPERUSER,
             "--auth-local=trust", "--auth-host=scram-sha-256",
             "-E", s.get("encoding", "UTF8"), f"--locale={s.get('locale', 'C')}",
             "--no-sync",  # the golden copy is taken after a clean shutdown, which syncs
         ]
         if self.binary.major >= 14:
             cmd.append("--no-instructions")
-        if self.wal_dir is not None:
-            cmd.append(f"--waldir={self.wal_dir}")
+        if wal_stage is not None:
+            cmd.append(f"--waldir={wal_stage}")
         if "wal_segment_size" in s:
             cmd.append(f"--wal-segsize={int(s['wal_segment_size']) // 1024**2}")
         if s.get("data_checksums") == "on":
@@ -92,11 +99,34 @@ class PostgresInstance(Instance):
         elif s.get("data_checksums") == "off" and self.binary.major >= 18:
             cmd.append("--no-data-checksums")  # on by default since 18
         self.run_tool(cmd, "initdb")
+        if wal_stage is not None:
+            _move_up(wal_stage)
+        _move_up(data_stage)
+        if self.wal_dir is not None:  # initdb linked pg_wal to the stage: link the real dir
+            link, tmp = self.data_dir / "pg_wal", self.data_dir / ".pg_wal.pmem-advisor"
+            tmp.unlink(missing_ok=True)
+            os.symlink(self.wal_dir, tmp)
+            if self.user.privileged:
+                os.chown(tmp, self.user.uid, self.user.gid, follow_symlinks=False)
+            os.replace(tmp, link)
         conf = self.data_dir / "postgresql.conf"
         # Through the safe writer: the data directory belongs to the server user by now.
         write_file_safely(conf, read_text_nofollow(conf) + (
             "\n# --- managed by pmem-advisor: the candidate config, included last ---\n"
             f"include '{INCLUDE_FILE}'\n"), backup=False)
+
+    def _stage(self, directory: Path) -> Path:
+        """A fresh, empty subdirectory of ``directory`` (marked, so the reaper may empty it)
+        for initdb, given to the server user."""
+        stage = directory / STAGE
+        if os.path.lexists(stage):  # a killed initialisation's
+            if stage.is_dir() and not stage.is_symlink():
+                shutil.rmtree(stage)
+            else:
+                stage.unlink()
+        stage.mkdir(mode=0o700)
+        hand_over(stage, self.user)
+        return stage
 
     # --- start -----------------------------------------------------------------------------
 
@@ -239,3 +269,12 @@ def _shm_unattached(shmid: str) -> bool:
         if len(f) > 6 and f[1] == shmid:
             return f[6] == "0"  # nattch
     return False
+
+
+def _move_up(stage: Path) -> None:
+    """Move initdb's output from ``stage`` into its parent, entry by entry (same file system:
+    each move is a rename), then remove the empty stage."""
+    parent = stage.parent
+    for name in os.listdir(stage):
+        os.rename(stage / name, parent / name)
+    os.rmdir(stage)

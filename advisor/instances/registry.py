@@ -277,7 +277,8 @@ def empty_dir(path: Path, keep: tuple[str, ...] = ()) -> None:
     entries named in ``keep``."""
     if not path.is_dir():
         return
-    for child in path.iterdir():
+    # The marker goes last: a SIGKILL halfway leaves a directory still provably ours.
+    for child in sorted(path.iterdir(), key=lambda c: c.name == MARKER):
         if child.name in keep:
             continue
         if child.is_dir() and not child.is_symlink():

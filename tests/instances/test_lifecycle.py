@@ -180,3 +180,62 @@ def test_killed_postgres_leaves_no_shared_memory(then):
             inst.start()
             assert inst.query("SELECT 1") == [(1,)]
     assert not any(os.path.exists(s) for s in segments)
+
+
+class _Killed(BaseException):
+    """Stands for a SIGKILL: nothing after it runs (no except Exception catches it)."""
+
+
+@pytest.mark.parametrize("server", ["pg-debian", "mariadb"])
+@pytest.mark.parametrize("when", ["first init", "re-init"])
+def test_a_kill_during_the_init_tool_leaves_directories_the_reaper_may_empty(
+        server, when, shm_dir, monkeypatch):
+    """A SIGKILL while initdb / mariadb-install-db runs in a user's --data-dir (the tuner
+    re-initialises it when a trial changes an init-time setting): the directory must carry
+    its instance's marker, or the next run's reaper rightly leaves it alone and `tune
+    --resume --data-dir DIR` refuses it as not empty (issue 17 item 7)."""
+    binary = find_server(server)
+    tag = f"init-kill-{server}-{when.replace(' ', '-')}"
+    data, wal = shm_dir / f"{tag}-data", shm_dir / f"{tag}-wal"
+    data.mkdir()  # the user's empty directory: emptied, never removed
+    with create_instance(binary, data_dir=data, wal_dir=wal) as inst:
+        if when == "re-init":
+            inst.initialize()
+        real = inst.run_tool
+
+        def killed_after(cmd, what, **kw):  # the tool has written its files, then the kill
+            real(cmd, what, **kw)
+            raise _Killed
+
+        monkeypatch.setattr(inst, "run_tool", killed_after)
+        with pytest.raises(_Killed):
+            inst.initialize()
+        assert any(p.name != registry.MARKER for p in data.iterdir())  # half-made
+        assert registry.marker_of(data) == inst.id
+        assert registry.marker_of(wal) == inst.id
+        # The next run's reaper (the owner died) proves both ours and empties them.
+        rec = next(r for r in registry.load_all() if r.id == inst.id)
+        assert registry.remove_files(rec) == []
+        assert data.is_dir() and not list(data.iterdir())
+        assert not wal.exists()
+        monkeypatch.undo()
+    assert data.is_dir() and not list(data.iterdir())
+
+
+def test_emptying_removes_the_marker_last(tmp_path, monkeypatch):
+    """A kill halfway through emptying a directory must leave it still marked."""
+    d = tmp_path / "d"
+    d.mkdir()
+    for name in ("a", "b", registry.MARKER, "c"):
+        (d / name).write_text("x")
+    order = []
+    real = os.unlink
+
+    def spy(path, *a, **kw):
+        order.append(os.path.basename(path))
+        return real(path, *a, **kw)
+
+    monkeypatch.setattr(os, "unlink", spy)
+    registry.empty_dir(d)
+    assert order[-1] == registry.MARKER and sorted(order) == sorted(["a", "b", "c",
+                                                                      registry.MARKER])

@@ -112,10 +112,6 @@ def _wait_running(out: Path, number: int, also=lambda: True, timeout: float = 24
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=(
-    "open defect (issue 17 item 7): in full-suite runs a SIGKILL can land while a trial "
-    "re-initialises the user's --data-dir (marked only after initdb), and the next --resume "
-    "is refused as 'not empty' with the reaper's reason; passes when run alone"))
 def test_kill_mid_trial_then_resume(shm_dir, tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "pmem_advisor.cli.main", "tune", "postgres", "--workload",
