@@ -139,6 +139,18 @@ class LiveProgress(Observer):
             f"{clock(self._now() - self._t0)}[/]", highlight=False, markup=True,
         )
 
+    def remeasured(self, round_no: int, rounds: int, label: str, number: int,
+                   value: float | None, failure: str | None, metric: str = "") -> None:
+        """A line per re-measurement run: the status line alone shows nothing where stderr
+        is not a terminal (CI logs, nohup), and this phase can outlast the search."""
+        self._stop_status()
+        result = (f"[red]failed[/]: {escape(' '.join(str(failure).split()))}" if value is None
+                  else f"{value:.1f} tps" if metric.endswith("_tps")
+                  else f"{value:.2f} ms" if metric.endswith("_ms") else f"{value:.1f}")
+        self.console.print(
+            f"re-measure round {round_no}/{rounds} {escape(label)} (trial {number}): {result}"
+            f"  [dim]elapsed {clock(self._now() - self._t0)}[/]", highlight=False, markup=True)
+
     def phase(self, text: str) -> None:
         """A run-level phase (re-measure, budget notes): the title of the status line."""
         self._title = text

@@ -74,6 +74,10 @@ class Observer:
     def estimate(self, remaining_s: float | None, done: int, total: int) -> None:
         """The tuner's estimate of the time left (search + re-measurement)."""
 
+    def remeasured(self, round_no: int, rounds: int, label: str, number: int,
+                   value: float | None, failure: str | None, metric: str = "") -> None:
+        """One re-measurement run finished (a line each, also where no status line shows)."""
+
 
 def objective_value(m: Measurement, objective: str) -> float | None:
     if objective == "throughput":

@@ -345,6 +345,9 @@ def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[s
             runs.append({"ok": m.ok, **measurement_attrs(m), "failure": m.failure,
                          "round": rnd, "role": role})
             study.set_user_attr(remeasure_attr, store)
+            tuner.observer.remeasured(rnd, plan.max_rounds, _label(role), t.number,
+                                      runs[-1].get(metric) if m.ok else None, m.failure,
+                                      metric)
         if rnd in plan.looks:
             verdict = decide(values_of(store, fin, metric), plan,
                              final=rnd == plan.max_rounds, higher_is_better=higher)

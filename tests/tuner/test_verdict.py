@@ -134,6 +134,31 @@ def test_a_crash_during_remeasurement_is_a_failure(study_factory, space):
     assert s["runs_failed"] == len(s["failures"]) >= 1
 
 
+def test_every_remeasure_run_is_a_line_where_stderr_is_not_a_terminal(study_factory, space):
+    """The re-measurement can outlast the search: a log (CI, nohup) gets one line per run,
+    with the crash's reason, not only a status line that a non-terminal never shows."""
+    import io
+
+    from rich.console import Console
+
+    from pmem_advisor.report.progress import LiveProgress
+
+    out = io.StringIO()
+    study, space = study_factory(space, sampler=make_sampler("tpe", seed=4, n_trials=8))
+    ev = CrashOnRemeasure(8, seed=4)
+    progress = LiveProgress(Console(file=out, force_terminal=False, width=200), space, 8,
+                            "throughput")
+    try:
+        Tuner(study, space, ev, TuneOptions(trials=8, repeats=8), observer=progress).run()
+    finally:
+        progress.close()
+    lines = [ln for ln in out.getvalue().splitlines() if ln.startswith("re-measure round")]
+    runs = sum(len(r) for r in study.user_attrs[REMEASURE_ATTR].values())
+    assert len(lines) == runs >= 6
+    assert lines[0].startswith("re-measure round 1/8 ") and " tps" in lines[0]
+    assert [ln for ln in lines if "round 2/8" in ln and "failed" in ln and "killed" in ln]
+
+
 def test_two_workers_remeasure_once_and_agree(study_factory, space, tmp_path):
     study, space = study_factory(space, sampler=make_sampler("random", seed=1, n_trials=6))
     Tuner(study, space, SyntheticEvaluator(seed=1), TuneOptions(trials=6, repeats=0)).run()
