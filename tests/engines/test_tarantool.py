@@ -1,0 +1,147 @@
+"""Tarantool engine without a server: the box.cfg catalog, Lua emitter <-> parser, risky
+values, the worst-case memory and the baseline (the live tests are test_tarantool_live.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pmem_advisor.engines.tarantool_catalog import load
+from pmem_advisor.engines.tarantool_lua import emit_box_cfg, parse_box_cfg, parse_box_cfg_values
+from pmem_advisor.errors import UnknownKnobError, UsageError
+from pmem_advisor.knobs.emit import Header, Setting
+
+GB, MB = 1 << 30, 1 << 20
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load()
+
+
+def _engine():
+    from pmem_advisor.engines.registry import get_engine
+
+    return get_engine("tarantool")
+
+
+def test_catalog_has_the_box_cfg_knobs_and_safety(catalog):
+    names = set(catalog.names())
+    assert {"memtx_memory", "memtx_min_tuple_size", "memtx_max_tuple_size", "wal_mode",
+            "wal_dir", "wal_max_size", "checkpoint_interval", "checkpoint_count",
+            "checkpoint_wal_threshold", "readahead", "net_msg_max", "vinyl_memory",
+            "vinyl_cache", "worker_pool_threads"} <= names
+    wal_mode = catalog.get("wal_mode")
+    assert wal_mode.default == "write"  # Tarantool's own default is the risky one
+    assert wal_mode.is_risky("write") and wal_mode.is_risky("none")
+    assert not wal_mode.is_risky("fsync")
+    assert "fsync(2)" in wal_mode.safety_reason
+    assert catalog.get("force_recovery").is_risky(True)
+    assert catalog.version == "2.6"
+    assert _engine().catalog().get("memtx_memory").default == 256 * MB
+
+
+def test_round_trip(catalog):
+    settings = [Setting("memtx_memory", "1G", "TT-BASE"), Setting("wal_dir", "/mnt/pm'em/wal",
+                                                                   "PM070"),
+                Setting("checkpoint_interval", 600, "trial 3"), Setting("readahead", 65536, "x"),
+                Setting("slab_alloc_factor", 1.1, "y"), Setting("wal_mode", "fsync", "PM071")]
+    text = emit_box_cfg(settings, Header(fingerprint="abc", notes=("line\nbreak",)),
+                        catalog).text
+    assert text.startswith("-- Tarantool init file")
+    assert "box.cfg{" in text and "-- note: line break" in text
+    assert "memtx_memory = 1073741824,  -- 1GB: TT-BASE" in text
+    assert parse_box_cfg(text, "t.lua", catalog) == {
+        "memtx_memory": "1073741824", "wal_dir": "/mnt/pm'em/wal",
+        "checkpoint_interval": "600", "readahead": "65536", "slab_alloc_factor": "1.1",
+        "wal_mode": "fsync"}
+
+
+def test_emitter_writes_fsync_when_left_out_and_refuses_risky(catalog):
+    text = emit_box_cfg([Setting("memtx_memory", 512 * MB, "r")], Header(), catalog).text
+    assert "wal_mode = 'fsync'" in text
+    with pytest.raises(UsageError, match="wal_mode = write is a durability risk"):
+        emit_box_cfg([Setting("wal_mode", "write", "r")], Header(), catalog)
+    with pytest.raises(UsageError, match="force_recovery"):
+        _engine().emit([Setting("force_recovery", True, "r")], Header())
+    ok = emit_box_cfg([Setting("wal_mode", "none", "r")], Header(), catalog, allow_unsafe=True)
+    assert "wal_mode = 'none'" in ok.text
+
+
+def test_parser_reads_a_dba_file(catalog):
+    text = """
+    -- an init file as people write it
+    local log = require('log')
+    box.cfg({
+        listen = 3301,                              -- not a tuning knob: read past
+        memtx_memory = 4 * 1024 * 1024 * 1024;      -- products of numbers are fine
+        wal_mode = "fsync",
+        checkpoint_count = 3, --[[ a block comment ]]
+        force_recovery = false,
+        replication = {'replicator:pw@10.0.0.2:3301'},
+    })
+    box.once('schema', function() end)
+    """
+    assert parse_box_cfg_values(text, "init.lua", catalog) == {
+        "memtx_memory": 4 * GB, "wal_mode": "fsync", "checkpoint_count": 3,
+        "force_recovery": False}
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("box.cfg{memtx_memory = '1G'}", "i.lua:1: memtx_memory = '1G' is a string; Tarantool "
+                                     "wants a number of bytes"),
+    ("box.cfg{memtx_memory = 1024}", "memtx_memory: 1K is outside the allowed range"),
+    ("box.cfg{wal_mode = 'bogus'}", "wal_mode: 'bogus' is not one of none, write, fsync"),
+    ("box.cfg{wal_mode = true}", "wal_mode = true is a boolean; Tarantool wants a string"),
+    ("box.cfg{readahead = 1.5}", "readahead = 1.5 is not a whole number"),
+    ("box.cfg{memtx_memory = os.getenv('X')}", "memtx_memory: only literal values"),
+    ("box.cfg{checkpoint_count = 0}", "checkpoint_count: 0 is outside the allowed range"),
+    ("print('no cfg')", "no box.cfg{...} call found"),
+])
+def test_bad_values_one_line_naming_the_option(catalog, text, needle):
+    with pytest.raises(UsageError) as e:
+        parse_box_cfg(text, "i.lua", catalog)
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_unknown_option_suggests_the_closest(catalog):
+    with pytest.raises(UnknownKnobError, match="memtx_memry.*did you mean memtx_memory"):
+        parse_box_cfg("box.cfg{memtx_memry = 1}", "i.lua", catalog)
+
+
+def test_engine_data_and_workloads():
+    eng = _engine()
+    assert eng.kind == "server" and eng.config_format == "tarantool-lua"
+    assert eng.workloads == ("ycsb-a", "ycsb-b", "ycsb-c")
+    shares = {n: eng.workload(n).read_share for n in eng.workloads}
+    assert shares == {"ycsb-a": 0.5, "ycsb-b": 0.95, "ycsb-c": 1.0}
+    assert eng.workload("ycsb-a").write_heavy and not eng.workload("ycsb-b").write_heavy
+    with pytest.raises(UsageError, match="unknown Tarantool workload"):
+        eng.workload("tpcc")
+
+
+def test_memory_worst_case_counts_quotas_and_connections(catalog):
+    est = _engine().memory({"memtx_memory": 2 * GB, "readahead": 65536}, flavour="tarantool",
+                           version=None, catalog=catalog, connections=200)
+    assert est.global_bytes == 2 * GB + 2 * 128 * MB + 64 * MB
+    assert est.per_connection_bytes == 2 * 65536 and est.connections == 200
+    assert {p.name for p in est.parts} >= {"memtx_memory", "vinyl_memory", "vinyl_cache"}
+
+
+def test_recommend_fits_the_budget_and_is_durable():
+    from pmem_advisor.rules import engine as rules_engine
+    from pmem_advisor.rules.facts import build_facts
+    from tests.rules.machines import make_profile
+
+    f = build_facts(make_profile("pmem"), engine="tarantool", data_dir="/var/lib/tarantool",
+                    wal_dir="/mnt/pmem0/tt", memory_bytes=8 * GB, workload="kv")
+    rec = rules_engine.recommend(f)
+    got = {s.name: s for s in rec.settings}
+    assert got["wal_mode"].value == "fsync"
+    assert got["wal_dir"].value == "/mnt/pmem0/tt"
+    assert 4 * GB < got["memtx_memory"].value <= 6 * GB
+    assert rec.memory.total_bytes <= 0.9 * 8 * GB
+    assert {"PM071", "PM072", "PM073"} <= set(rec.fired)
+    small = rules_engine.recommend(build_facts(make_profile("small"), engine="tarantool",
+                                               memory_bytes=512 * MB, workload="kv"))
+    arena = next(s for s in small.settings if s.name == "memtx_memory").value
+    assert small.memory.total_bytes <= 0.9 * 512 * MB and arena >= 32 * MB
