@@ -103,6 +103,30 @@ class TarantoolEngine(ServerEngine):
 
         fit_memtx(self, rec, view, budget_bytes)
 
+    def apply_lines(self, path: str, settings: Mapping[str, str], restart: list[str]
+                    ) -> list[str]:
+        """How a DBA deploys the tuned file (for tune's report)."""
+        from pmem_advisor.engines.tarantool_lua import lua_value
+
+        catalog = self.catalog()
+
+        def lua(name: str, text: str) -> str:
+            try:
+                knob = catalog.get(name)
+                return lua_value(knob, knob.parse(text))
+            except UsageError:
+                return text
+
+        live = [k for k in settings if k not in restart]
+        out = [f"apply: start Tarantool with `tarantool {path}`, or copy its options into "
+               "the box.cfg{} call of your own init file"]
+        if live:
+            out.append("  on a running instance (console): box.cfg{"
+                       + ", ".join(f"{k} = {lua(k, settings[k])}" for k in live) + "}")
+        if restart:
+            out.append(f"  restart needed for {', '.join(restart)} (read at startup only)")
+        return out
+
     # -- running it ---------------------------------------------------------------------------
     def find_binary(self, flavour: str | None = None, version: str | None = None):
         from pmem_advisor.engines.tarantool_instance import find_tarantool

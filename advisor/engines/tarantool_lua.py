@@ -83,7 +83,7 @@ def emit_box_cfg(settings: list[Setting], header: Header, catalog: Catalog, *,
         f"-- target: {catalog.title} {one_line(header.version or catalog.version)}",
         f"-- hardware fingerprint: {one_line(header.fingerprint)}",
     ]
-    lines += [f"-- note: {one_line(n)}" for n in header.notes]
+    lines += [f"-- note: {one_line(n).removeprefix('note: ')}" for n in header.notes]
     lines += ["-- Each option says why it is set (rule id or tuning trial). Start it with",
               "-- `tarantool <this file>`, or copy the options into your own box.cfg{} call.",
               "box.cfg{"]

@@ -145,3 +145,28 @@ def test_recommend_fits_the_budget_and_is_durable():
                                                memory_bytes=512 * MB, workload="kv"))
     arena = next(s for s in small.settings if s.name == "memtx_memory").value
     assert small.memory.total_bytes <= 0.9 * 512 * MB and arena >= 32 * MB
+
+
+def test_apply_lines_are_lua():
+    lines = _engine().apply_lines("/x/tarantool.tuned.lua",
+                                  {"memtx_memory": "256M", "readahead": "64K"}, ["memtx_memory"])
+    assert "`tarantool /x/tarantool.tuned.lua`" in lines[0]
+    assert "box.cfg{readahead = 65536}" in lines[1]
+    assert "restart needed for memtx_memory" in lines[2]
+
+
+def test_recommend_cli_on_a_captured_machine(run_cli, tmp_path):
+    from tests.probes.machine_builder import build
+
+    root = build("interleaved-2s-fsdax", tmp_path / "m")
+    out = tmp_path / "tarantool.lua"
+    code, stdout, stderr = run_cli("recommend", "tarantool", "--root", str(root), "--data-dir",
+                                   "/var/lib/tarantool", "--wal-dir", "/mnt/pmem0/tt-wal",
+                                   "--memory", "2G", "--workload", "kv", "--out", str(out))
+    assert code == 0, stderr
+    assert "wal_mode" in stdout and "PM072" in stdout + stderr
+    text = out.read_text()
+    assert text.startswith("-- Tarantool init file") and "-- note: note:" not in text
+    values = parse_box_cfg_values(text, str(out), load())
+    assert values["wal_mode"] == "fsync" and values["wal_dir"] == "/mnt/pmem0/tt-wal"
+    assert 512 * MB <= values["memtx_memory"] <= 2 * GB
