@@ -1,0 +1,182 @@
+"""Advice-only engines (SQL Server, openGauss MOT, Hyrise, VoltDB) on the captured machines.
+
+The machines are the probe goldens (tests/probes/golden/<name>.json, produced from the trees
+of tests/probes/machines): one with fsdax PMEM on two sockets, one without any PMEM, and the
+devdax, sector and CXL ones where a rule depends on them. Every PMEM finding must cite its
+paper section; a machine without PMEM gets the "conditions differ" finding instead of PMEM
+advice; destructive steps never touch a mounted namespace.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pmem_advisor.errors import EXIT_USAGE, UsageError
+from pmem_advisor.rules import build_facts, recommend
+from pmem_advisor.rules.catalog.PM080_advice_conditions_differ import namespace_mounts
+
+GOLDEN = Path(__file__).resolve().parents[1] / "probes" / "golden"
+ENGINES = ("sqlserver", "opengauss_mot", "hyrise", "voltdb")
+PMEM_MACHINE = "interleaved-2s-fsdax"  # 2 sockets, fsdax pmem0/pmem1 mounted with DAX
+PLAIN_MACHINE = "this-vm"  # 1 socket, no PMEM, no CXL
+# the rules that give PMEM advice (PM080 states the conditions; PM084 sizes memory anywhere)
+PMEM_ADVICE = {"PM081", "PM082", "PM083", "PM085", "PM086", "PM087", "PM088", "PM089",
+               "PM090"}
+# per engine: (rule, a citation its findings carry, words of the finding) on the PMEM machine
+EXPECTED = {
+    "sqlserver": [("PM081", "K23 Table 5", "406/663/328/173/133"),
+                  ("PM081", "sector atomicity", "log:/mnt/pmem1/mssql-log"),
+                  ("PM082", "SQL Server 2019+", "hybrid buffer pool"),
+                  ("PM083", "K23 §5.1", "lost 37%")],
+    "opengauss_mot": [("PM085", "A21 §4.1, Fig. 3", "88 clients"),
+                      ("PM086", "A21 §4.1", "44 threads"),
+                      ("PM087", "A21 §4.2", "~30% of the database")],
+    "hyrise": [("PM088", "D21 §6.1", "5.3x slower"),
+               ("PM089", "D21 Table 1", "12.3 s (both sockets)")],
+    "voltdb": [("PM090", "K23 §5.1", "only marginally"),
+               ("PM083", "K23 §5.1", "marginally")],
+}
+
+
+def golden(name: str) -> dict:
+    return json.loads((GOLDEN / f"{name}.json").read_text())
+
+
+def advise(engine: str, machine: str, **kw):
+    return recommend(build_facts(golden(machine), engine=engine, **kw))
+
+
+def texts(rec, rule: str) -> list[str]:
+    return [f"{f.subject} {f.message} {f.fix}" for f in rec.findings if f.rule == rule]
+
+
+def pmem_args(engine: str) -> dict:
+    if engine == "sqlserver":
+        return {"data_dir": "/mnt/pmem0/mssql", "wal_dir": "/mnt/pmem1/mssql-log",
+                "version": "2019", "clients": 64}
+    if engine == "voltdb":
+        return {"clients": 64}
+    if engine == "hyrise":
+        return {"workload": "olap"}
+    return {"clients": 88}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_pmem_machine_gets_cited_findings(engine):
+    rec = advise(engine, PMEM_MACHINE, **pmem_args(engine))
+    for rule, cite, words in EXPECTED[engine]:
+        found = texts(rec, rule)
+        assert any(words in t for t in found), (rule, words, found)
+        assert any(cite in t for t in found), (rule, cite, found)
+    assert "PM080" not in {f.rule for f in rec.findings}  # 2 sockets of App Direct: as measured
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_machine_without_pmem_gets_conditions_differ_not_pmem_advice(engine):
+    rec = advise(engine, PLAIN_MACHINE)
+    fired = {f.rule for f in rec.findings} | {s.rule for s in rec.os_steps}
+    assert not fired & PMEM_ADVICE, fired & PMEM_ADVICE
+    pm080 = texts(rec, "PM080")
+    assert len(pm080) == 1 and "conditions differ from" in pm080[0], pm080
+    assert "has no PMEM" in pm080[0] and "1 socket here where the paper had 2" in pm080[0]
+
+
+def test_sqlserver_log_on_sector_namespace_is_accepted():
+    rec = advise("sqlserver", "sector-btt", data_dir="/mnt/raw/data", wal_dir="/mnt/btt/log")
+    log = [f for f in rec.findings if f.rule == "PM081" and f.subject == "log:/mnt/btt/log"]
+    assert log and log[0].severity == "info" and "as Microsoft requires" in log[0].message
+    assert not any(f.severity == "fail" and f.rule == "PM081" for f in rec.findings)
+
+
+def test_mot_on_devdax_single_socket():
+    rec = advise("opengauss_mot", "devdax-1s")
+    steps = [s for s in rec.os_steps if s.rule == "PM085"]
+    assert steps and steps[0].destructive and "system-ram dax0.0" in steps[0].command
+    assert "DESTRUCTIVE" in steps[0].reason
+    assert any("1 socket here" in t for t in texts(rec, "PM080"))
+    assert not texts(rec, "PM086")  # nothing to spread over on one socket
+
+
+def test_hyrise_on_cxl_binds_to_dram_and_says_conditions_differ():
+    rec = advise("hyrise", "cxl-expander", workload="olap")
+    # PM089 (one socket, as D21 ran Hyrise) wins the NUMA policy over PM088 (DRAM nodes
+    # 0-1): both keep it off the CPU-less CXL node 2
+    assert [s.command for s in rec.os_steps if s.key == "numa-policy"] == \
+        ["numactl --cpunodebind=0 --membind=0 hyriseServer"]
+    assert any(c.loser == "PM088" and "--membind=0-1 " in c.loser_value for c in rec.conflicts)
+    assert any("CXL memory, not Optane" in t for t in texts(rec, "PM080"))
+    assert any("conditions differ" in t for t in texts(rec, "PM088"))
+
+
+@pytest.mark.parametrize("machine", sorted(p.stem for p in GOLDEN.glob("*.json")))
+@pytest.mark.parametrize("engine", ENGINES)
+def test_destructive_steps_never_touch_a_mounted_namespace(engine, machine):
+    prof = golden(machine)
+    facts = build_facts(prof, engine=engine)
+    mounted = namespace_mounts(facts)
+    for step in recommend(facts).os_steps:
+        if step.destructive:
+            assert "DESTRUCTIVE" in step.reason.upper(), step
+            assert not any(f"-e {ns} " in step.command for ns in mounted), (step, mounted)
+
+
+# ---- the Engine class ----------------------------------------------------------------
+def test_engines_are_registered_as_advice():
+    from pmem_advisor.engines.registry import get_engine
+
+    for name in (*ENGINES, "opengauss-mot", "mssql"):
+        eng = get_engine(name)
+        assert eng.kind == "advice" and not eng.tunable
+        assert len(eng.catalog()) == 0
+
+
+@pytest.mark.parametrize("call", ["find_binary", "validate_by_starting", "evaluator"])
+def test_running_an_advice_engine_is_refused_in_one_line(call):
+    from pmem_advisor.engines.registry import get_engine
+
+    eng = get_engine("sqlserver")
+    args = {"find_binary": (), "validate_by_starting": ("", "/tmp"), "evaluator": (None, None)}
+    with pytest.raises(UsageError) as e:
+        getattr(eng, call)(*args[call])
+    assert str(e.value).startswith("advice only: pmem-advisor does not run SQL Server")
+    assert "\n" not in str(e.value)
+    assert e.value.exit_code == EXIT_USAGE
+
+
+def test_sqlserver_snippet_is_mssql_conf():
+    from pmem_advisor.engines.registry import get_engine
+    from pmem_advisor.knobs.emit import Header
+
+    rec = advise("sqlserver", PMEM_MACHINE, data_dir="/mnt/pmem0/mssql", version="2022",
+                 memory_bytes=8 << 30)
+    notes = tuple(f"{s.rule}: {s.command}  # {s.reason}" for s in rec.os_steps)
+    text = get_engine("sqlserver").emit([], Header(version="2022", notes=notes)).text
+    assert "[memory]\nmemorylimitmb = 6553\n" in text
+    assert "[traceflag]\ntraceflag0 = 809\n" in text
+    assert "3979" not in text  # withheld without --allow-unsafe
+    body = text.split("# --- mssql.conf ---\n")[1]
+    assert all(line.startswith(("[", "memorylimitmb", "traceflag")) for line in
+               body.splitlines()), body
+
+
+def test_voltdb_snippet_is_deployment_xml():
+    from pmem_advisor.engines.registry import get_engine
+    from pmem_advisor.knobs.emit import Header
+
+    rec = advise("voltdb", PMEM_MACHINE)
+    notes = tuple(f"{s.rule}: {s.command}  # {s.reason}" for s in rec.os_steps)
+    text = get_engine("voltdb").emit([], Header(notes=notes)).text
+    body = text.split("# --- deployment.xml ---\n")[1].splitlines()
+    assert '<voltdbroot path="/mnt/pmem0/voltdb"/>' in body[0]
+    assert body[1] == '<commandlog enabled="true" synchronous="true"/>'
+
+
+def test_emit_refuses_settings():
+    from pmem_advisor.engines.registry import get_engine
+    from pmem_advisor.knobs.emit import Setting
+
+    with pytest.raises(UsageError, match="no knob catalog"):
+        get_engine("hyrise").emit([Setting("threads", 4)])
