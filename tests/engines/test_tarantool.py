@@ -64,7 +64,10 @@ def test_emitter_writes_fsync_when_left_out_and_refuses_risky(catalog):
     with pytest.raises(UsageError, match="force_recovery"):
         _engine().emit([Setting("force_recovery", True, "r")], Header())
     ok = emit_box_cfg([Setting("wal_mode", "none", "r")], Header(), catalog, allow_unsafe=True)
-    assert "wal_mode = 'none'" in ok.text
+    assert "wal_mode = 'none',  -- UNSAFE, durability risk: r" in ok.text
+    marked = emit_box_cfg([Setting("wal_mode", "write", "UNSAFE, durability risk: user")],
+                          Header(), catalog)  # what `config render --allow-unsafe` passes
+    assert "wal_mode = 'write',  -- UNSAFE, durability risk: user" in marked.text
 
 
 def test_parser_reads_a_dba_file(catalog):
