@@ -116,6 +116,22 @@ class RocksDBEngine(Engine):
             _put(rec, view, "write_buffer_size", Bytes(max(4 * MB, wbs // 4 // MB * MB)),
                  "smaller memtables to fit the budget")
 
+    def apply_lines(self, path: str, settings: Mapping[str, str], restart: list[str]
+                    ) -> list[str]:
+        """How a DBA deploys the tuned OPTIONS file (for tune's report)."""
+        out = [f"apply: open the database with these options: rocksdb::LoadOptionsFromFile("
+               f"\"{path}\", ...) then DB::Open (db_bench: --options_file={path}); RocksDB "
+               "reads them when the database is opened, so reopen it"]
+        writes = [k for k in settings if k in ("sync", "disable_wal")]
+        if writes:
+            out.append("  write options are per write, not in the file: set "
+                       + ", ".join(f"WriteOptions.{'disableWAL' if k == 'disable_wal' else k}"
+                                   f" = {settings[k]}" for k in writes)
+                       + " in the application")
+        out.append("  the block cache is created by the application: "
+                   "BlockBasedTableOptions.block_cache with the block_cache capacity")
+        return out
+
     # -- running it ----------------------------------------------------------------------
     def binary_version(self, path: Path | None) -> str:
         from pmem_advisor.engines.rocksdb_bench import db_bench_version

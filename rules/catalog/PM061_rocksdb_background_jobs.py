@@ -38,5 +38,18 @@ class RocksDBBackgroundJobs(Rule):
                     + ("" if jobs == 4 * n else f", capped at the {f.cpus} CPUs of the budget")),
                 Bound("max_background_jobs", 1, 6 * n, reason="4-6 writers per PMEM socket")]
 
+    def check_config(self, f, config, effects, same_value):
+        """A config is fine anywhere in 1..6 per socket; above it D21 saw writes degrade."""
+        have = config.get("max_background_jobs")
+        if not effects or have is None or not str(have).strip().lstrip("-").isdigit():
+            return []
+        hi = 6 * sockets(f)
+        if int(have) <= hi:
+            return []
+        return [self.finding("warn", "max_background_jobs",
+                             f"max_background_jobs is {have}: more than 6 writer threads per "
+                             "PMEM socket harm its write bandwidth (D21 insight #7)",
+                             f"set max_background_jobs = {min(4 * sockets(f), hi)}")]
+
 
 RULE = RocksDBBackgroundJobs()

@@ -22,6 +22,7 @@ class RocksDBMmapReadsOnDax(Rule):
     paper = "P-SE §IV, §VI; K23 §2.1, §7.1 (iii)"
     priority = PRIORITY_SPEED
     engines = ("rocksdb",)
+    check_severity = "warn"  # direct reads on DAX: a config that disagrees is flagged
 
     def condition(self, f):
         return f.data is not None and f.data.page_cache_bypassed
