@@ -164,8 +164,11 @@ class TarantoolEngine(ServerEngine):
         directory), then stop it and remove everything. UsageError with Tarantool's own
         reason when it refuses."""
         from pmem_advisor.engines.tarantool_instance import TarantoolInstance
+        from pmem_advisor.instances.privileges import can_reach, server_user
 
         binary = binary or self.find_binary()
+        if workdir is not None and not can_reach(Path(workdir), server_user()):
+            workdir = None  # a private scratch (0700 under /tmp): the default work directory
         with TarantoolInstance(binary, workdir) as inst:  # None: the default work directory
             inst.initialize()
             try:

@@ -98,6 +98,21 @@ def test_validate_by_starting_good_and_bad():
                                  None)
     with pytest.raises(UsageError, match="cannot read the box.cfg file"):
         eng.validate_by_starting("box.cfg{memtx_memory = }\n", None)
+    # in the catalog's range, refused by Tarantool itself (its slab classes do not fit)
+    with pytest.raises(UsageError, match="can't initialize storage: Failed to allocate"):
+        eng.validate_by_starting("box.cfg{memtx_min_tuple_size = 1048280}\n", None)
+
+
+def test_config_validate_cli(run_cli, tmp_path):
+    good = tmp_path / "good.lua"
+    good.write_text("box.cfg{memtx_memory = 64 * 1024 * 1024, wal_mode = 'fsync'}\n")
+    code, out, err = run_cli("config", "validate", str(good), "tarantool")
+    assert code == 0, err
+    assert "Tarantool 2.6.0 started with all 2 settings" in out or "started with all 2" in out
+    bad = tmp_path / "bad.lua"
+    bad.write_text("box.cfg{memtx_memory = '1G'}\n")
+    code, out, err = run_cli("config", "validate", str(bad), "tarantool")
+    assert code == 2 and "memtx_memory = '1G' is a string" in err
 
 
 def test_find_binary_missing_names_the_package(monkeypatch):
