@@ -171,3 +171,48 @@ def test_recommend_on_a_captured_pmem_machine_starts(tmp_path):
     assert f"wal_dir = '{pm}/tarantool-wal'" in text and "wal_mode = 'fsync'" in text
     eng.validate_by_starting(text, None)  # Tarantool 2.6 starts with it (placement overridden)
     assert eng.parse_config(text, "rec.lua")["wal_mode"] == "fsync"
+
+
+_CHILD = """
+import sys, time
+from pmem_advisor.engines.tarantool_instance import TarantoolInstance, find_tarantool
+inst = TarantoolInstance(find_tarantool(), sys.argv[1])
+inst.initialize()
+inst.start("box.cfg{wal_mode = 'fsync'}\\n")
+print(inst.pid, inst.home, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_run_is_reaped(tmp_path):
+    """SIGKILL the owning process: the next run's reaper stops Tarantool and removes its dirs."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from pmem_advisor.instances import registry
+
+    work = Path(tempfile.mkdtemp(prefix="tara-kill-", dir="/var/tmp"))
+    work.chmod(0o755)
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(work)], stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        line = child.stdout.readline().split()
+        assert line, "the child did not start Tarantool"
+        pid, home = int(line[0]), Path(line[1])
+        assert psutil.pid_exists(pid) and home.is_dir()
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        registry.reap_stale()
+        deadline = time.monotonic() + 30
+        while psutil.pid_exists(pid) and time.monotonic() < deadline:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                break
+            time.sleep(0.1)
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        assert not home.exists()
+    finally:
+        if child.poll() is None:
+            child.kill()
+        shutil.rmtree(work, ignore_errors=True)
