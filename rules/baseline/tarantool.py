@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pmem_advisor.rules.facts import Facts
-from pmem_advisor.rules.model import PRIORITY_BASELINE, Bytes, Rule, Set, human_bytes
+from pmem_advisor.rules.model import PRIORITY_BASELINE, Bound, Bytes, Rule, Set, human_bytes
 
 MB, GB = 1 << 20, 1 << 30
 ARENA_STEP = 64 * MB  # whole 64 MB steps read better and change nothing that matters
@@ -52,6 +52,10 @@ class TarantoolBaseline(Rule):
             Set("memtx_memory", Bytes(arena),
                 f"memtx keeps all data in RAM: {SHARE:.0%} of the {human_bytes(f.memory_bytes)}"
                 f" budget less vinyl quotas, runtime and {connections(f)} connections' buffers"),
+            # the tuner searches below the fitted arena, never above it (the worst case must
+            # fit the budget) nor so low that the slab classes of 1 KB tuples starve
+            Bound("memtx_memory", lo=Bytes(max(64 * MB, arena // 4)), hi=Bytes(arena),
+                  reason="at most the arena that fits the budget; at least a quarter of it"),
             Set("wal_mode", "fsync",
                 "durable commits: Tarantool's default 'write' has no fsync and loses committed "
                 "transactions on power loss"),
