@@ -148,7 +148,8 @@ class SqlServerDataFsdaxLogSector(Rule):
                            destructive=True)]
         where = ", ".join(f"{k} at {v}" for k, v in sorted(mounted.items()))
         return [Note("info", "log namespace",
-                     "no sector namespace and no free PMEM capacity for one: re-creating a "
+                     "no sector namespace for the log, which needs one on PMEM "
+                     f"({MS_DOC}), and no free PMEM capacity for one: re-creating a "
                      f"namespace in sector mode DESTROYS its data, and every one is mounted "
                      f"({where}); not offered as a step",
                      "keep the .ldf on the SSD (K23 Table 5: the log's placement mattered "

@@ -100,7 +100,8 @@ class MotPmemAsMemory(Rule):
                            destructive=True)]
         where = ", ".join(f"{k} at {v}" for k, v in sorted(mounted.items()))
         return [Note("info", "pmem as memory",
-                     "every PMEM namespace is mounted as a filesystem "
+                     "to use PMEM as memory the way A21 §3.2 did, a namespace must become "
+                     "devdax, but every PMEM namespace is mounted as a filesystem "
                      f"({where}) and no region has free capacity: turning one into memory "
                      "DESTROYS its data; not offered as a step",
                      "back up, unmount, then `ndctl create-namespace -f -e <namespace> "
