@@ -138,13 +138,35 @@ def server_capability(engine: str, label: str) -> Capability:
     return Capability(label, True, detail, how)
 
 
+def engine_capabilities() -> list[Capability]:
+    """One row per engine (advisor/engines/data): PostgreSQL and MySQL as their servers, every
+    other engine as "engine NAME" with its binary or package, and the package to install."""
+    from pmem_advisor.engines.base import EngineDataError
+    from pmem_advisor.engines.registry import get_engine, specs
+
+    rows = [server_capability("postgres", "postgres-server"),
+            server_capability("mysql", "mysql-server")]
+    for spec in specs():
+        if spec.name in ("postgres", "mysql"):
+            continue
+        label = f"engine {spec.name}"
+        try:
+            engine = get_engine(spec.name)
+            ok, detail = engine.binary_status()
+            how = "" if ok else engine.install_hint()
+        except (EngineDataError, ImportError) as e:  # a broken engine: say it, list the rest
+            ok, detail, how = False, str(e), "reinstall pmem-advisor"
+        kind = "advice only" if spec.kind == "advice" else spec.kind
+        rows.append(Capability(label, ok, f"{spec.title} ({kind}): {detail}", how))
+    return rows
+
+
 def all_capabilities() -> list[Capability]:
     return [
         native_kernel(),
         libpmem(),
         *(extra_capability(extra) for extra in EXTRAS),
-        server_capability("postgres", "postgres-server"),
-        server_capability("mysql", "mysql-server"),
+        *engine_capabilities(),
         _tool("pgbench", "postgresql-client", "pgbench workloads"),
         _tool("sysbench", "sysbench", "sysbench, TPC-C-like and YCSB workloads"),
         _tool("fio", "fio", "bandwidth benchmark comparison"),

@@ -32,6 +32,10 @@ class Header:
     version: str = ""
     tool_version: str = __version__
     notes: tuple[str, ...] = ()
+    # The recommendation's OS steps and findings (rules.engine Step / rules.model Finding),
+    # for formats that carry them as comments (advice-only snippets); others ignore them.
+    steps: tuple = ()
+    findings: tuple = ()
 
 
 @dataclass
@@ -164,10 +168,12 @@ def emit_config(engine: str, settings: list[Setting], header: Header = Header(),
     if engine == "mysql":
         return emit_mycnf(settings, header, catalog=catalog)
     from pmem_advisor.engines.registry import get_engine
+    from pmem_advisor.knobs.catalog import catalog_path
 
     eng = get_engine(engine)
-    if catalog is None:
-        catalog = eng.catalog(header.flavour or None, header.version or None)
+    flavour = eng.resolve_flavour(header.flavour or None, header.version or None)
+    if catalog is None and catalog_path(flavour) is not None:  # advice-only: may have none
+        catalog = eng.catalog(flavour, header.version or None)
     emitted = eng.emit(settings, header, catalog=catalog, fragment=fragment)
     emitted.text = checked(emitted.text)  # the last guard holds for every engine's format
     return emitted

@@ -68,7 +68,10 @@ def fit_memory(rec: Recommendation, view) -> MemoryEstimate | None:
     else:
         from pmem_advisor.engines.registry import get_engine
 
-        get_engine(rec.facts.engine).fit_memory(rec, view, budget)
+        engine = get_engine(rec.facts.engine)
+        engine.fit_memory(rec, view, budget)
+        if engine.kind == "advice" and estimate(rec, view) is None:
+            return None  # nothing is sized here: the findings say what to set
     est = estimate(rec, view)
     if est is None:
         rec.notes.append(f"worst-case memory: pmem-advisor has no memory model for "

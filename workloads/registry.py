@@ -38,6 +38,29 @@ def workload_class(name: str) -> type[Workload]:
         raise UsageError(f"unknown workload {name!r}", hint=hint) from None
 
 
-def get_workload(name: str, **options: Any) -> Workload:
-    """A workload by name; ``options`` are its own (``script``, ``tables``, ``density``...)."""
+def get_workload(name: str, *, engine: str | None = None, **options: Any) -> Any:
+    """A workload by name; ``options`` are its own (``script``, ``tables``, ``density``...).
+    With ``engine``: that engine's workload of the name (``Engine.workload``: an engine's own
+    workloads, e.g. RocksDB's db_bench ycsb-a, come first, then the shared ones)."""
+    if engine is not None:
+        from pmem_advisor.engines.registry import get_engine
+
+        return get_engine(engine).workload(name, **options)
+    if name not in WORKLOADS:
+        owners = engine_workloads().get(name)
+        if owners:
+            raise UsageError(f"workload {name!r} belongs to {', '.join(owners)}",
+                             hint=f"run it through its engine, e.g. `pmem-advisor tune "
+                                  f"{owners[0]} --workload {name}`")
     return workload_class(name)(**options)
+
+
+def engine_workloads() -> dict[str, list[str]]:
+    """Workload name -> the engines whose YAML lists it as their own (engine-specific)."""
+    from pmem_advisor.engines.registry import specs
+
+    out: dict[str, list[str]] = {}
+    for spec in specs():
+        for name in spec.workloads:
+            out.setdefault(name, []).append(spec.name)
+    return out

@@ -27,6 +27,7 @@ from pmem_advisor.cli.recommend import (
     parse_memory,
     split_engine,
 )
+from pmem_advisor.engines.registry import engine_help
 from pmem_advisor.errors import EXIT_FINDINGS, EnvironmentProblem, InputError, UsageError
 
 FORMATS = ("text", "json", "junit")
@@ -193,7 +194,12 @@ def read_config(path: str, engine: str, flavour: str | None, version: str | None
                 ) -> tuple[dict, dict, frozenset]:
     """(settings, where, loose) of a config file; a file written for the other engine or
     flavour is refused with one line (exit 2)."""
-    kind, groups = sniff_config(path)
+    kind, groups = sniff_config(path)  # also refuses missing, non-regular and binary files
+    if engine not in ("postgres", "mysql"):  # every other engine parses its own format
+        from pmem_advisor.engines.registry import get_engine
+
+        settings = get_engine(engine).read_config_file(path)
+        return settings, {n: path for n in settings}, frozenset()
     if engine == "postgres" and kind == "mysql":
         raise UsageError(f"--config {path} is a MySQL/MariaDB option file ([{groups[0]}] "
                          "groups) but the target is PostgreSQL", hint="use --db mysql|mariadb")
@@ -327,7 +333,7 @@ def _parses(knob, text) -> bool:
 def check_cmd(
     profile: str | None = typer.Option(None, "--profile", help="A probe profile (JSON)."),
     root: str | None = typer.Option(None, "--root", help="Probe a machine tree below DIR."),
-    db: str | None = typer.Option(None, "--db", help="postgres, mysql or mariadb."),
+    db: str | None = typer.Option(None, "--db", help=engine_help()),
     version: str | None = typer.Option(None, "--version",
                                        help="Target server version (default: the installed)."),
     config: str | None = typer.Option(None, "--config", help="A config file to check."),
@@ -437,6 +443,10 @@ def _use_server(t: Target, dsn: str, db: str | None, *, elsewhere_ok: bool,
     """The running server's settings, counters, version and (on this host) paths and pid."""
     from pmem_advisor.connection import dsn_engine
 
+    if t.engine not in (None, "postgres", "mysql"):
+        raise UsageError(f"--dsn reads a running PostgreSQL or MySQL/MariaDB server, not "
+                         f"{t.engine}", hint=f"check its config with --db {t.engine} "
+                         "--config FILE")
     dsn_eng = dsn_engine(dsn)
     if t.engine and dsn_eng != t.engine and "://" in dsn:
         raise UsageError(f"--dsn is a {dsn_eng} DSN but --db is {t.engine}")
@@ -463,7 +473,9 @@ def _use_config(t: Target, config: str, notes: list[str], *, mysql_named: bool =
     """A config file's settings (over a running server's), for the target or the installed
     server's version (said in a note)."""
     t.engine = t.engine or sniff_config(config)[0]
-    if t.version is None:
+    if t.version is None and _advice_only(t.engine):
+        pass  # nothing runs here: the rules take the version as given (--version)
+    elif t.version is None:
         if mysql_named and t.engine == "mysql":
             t.flavour = "mysql"
         t.flavour, t.version = installed_version(t.engine, t.flavour)
@@ -480,6 +492,12 @@ def _use_config(t: Target, config: str, notes: list[str], *, mysql_named: bool =
         t.flavour = flavour_for(t.engine, None, t.version)
     cfg, t.where, t.loose = read_config(config, t.engine, t.flavour, t.version)
     t.settings, t.source = {**t.settings, **cfg}, "config"
+
+
+def _advice_only(engine: str) -> bool:
+    from pmem_advisor.engines.registry import get_engine
+
+    return get_engine(engine).kind == "advice"
 
 
 def _newest(engine: str, flavour: str | None) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from pmem_advisor.cli.knobs import resolve_target
+from pmem_advisor.cli.knobs import resolve_engine, resolve_target
 from pmem_advisor.cli.output import console, out, print_json
+from pmem_advisor.engines.registry import engine_help
 from pmem_advisor.errors import EXIT_FINDINGS, InputError, UsageError
 from pmem_advisor.fileio import write_keeping_backup
 from pmem_advisor.knobs.catalog import load_catalog
@@ -41,7 +42,19 @@ def read_config(path: str, engine: str | None, flavour: str | None = None,
         return parse_postgresql_conf(path)
     if engine == "mysql":
         return parse_mycnf(path, flavour=flavour, version=version)
-    raise UsageError(f"unknown engine {engine!r} (use postgres or mysql)")
+    return _engine_config(path, engine)
+
+
+def _engine_config(path: str, engine: str) -> ConfigFile:
+    """Any other engine's config file, read by its own parser (``Engine.parse_config``)."""
+    from pmem_advisor.engines.registry import get_engine
+    from pmem_advisor.knobs.configfile import ConfigEntry
+
+    eng = get_engine(engine)
+    read_head(path)  # a FIFO, device or directory is refused before it is read
+    settings = eng.read_config_file(path)
+    return ConfigFile(format=eng.config_format, path=path, files=[path],
+                      entries=[ConfigEntry(n, v, path, 0) for n, v in settings.items()])
 
 
 def _unsafe_reason(catalog, name: str, value: str, reason: str, allow_unsafe: bool) -> str:
@@ -67,7 +80,7 @@ def _unsafe_reason(catalog, name: str, value: str, reason: str, allow_unsafe: bo
 
 @config_app.command("render")
 def render(
-    engine: str = typer.Argument(..., help="postgres or mysql."),
+    engine: str = typer.Argument(..., help=engine_help()),
     sets: list[str] = typer.Option([], "--set", help="NAME=VALUE (repeatable)."),
     flavour: str = typer.Option(None, "--flavour", help="postgresql, mysql or mariadb."),
     version: str = typer.Option(None, "--version", help="Target server version."),
@@ -84,6 +97,7 @@ def render(
     A value the catalog classes as a durability risk (fsync=off, ...) is refused unless
     --allow-unsafe: what we write must pass our own `check`."""
     flavour, version = resolve_target(engine, flavour, version)
+    engine = resolve_engine(engine, flavour)[0]
     catalog = load_catalog(engine, flavour, version)
     settings = []
     for item in sets:
@@ -108,15 +122,18 @@ def render(
 @config_app.command("parse")
 def parse(
     file: str = typer.Argument(..., help="postgresql.conf or my.cnf."),
-    engine: str = typer.Option(None, "--engine", help="postgres or mysql (default: guess)."),
+    engine: str = typer.Option(None, "--engine", help="postgres or mysql (default: guess), "
+                               "or another engine: " + engine_help()),
     flavour: str = typer.Option(None, "--flavour", help="my.cnf: which server's groups."),
     version: str = typer.Option(None, "--version", help="my.cnf: server version for groups."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Show the effective settings of a config file (includes followed) with file:line."""
+    if engine is not None:
+        engine, flavour = resolve_engine(engine, flavour)
     config = read_config(file, engine, flavour, version)
     if json_out:
-        kind = "postgres" if config.format == "postgresql" else "mysql"
+        kind = engine or ("postgres" if config.format == "postgresql" else "mysql")
         print_json(config.to_dict(), "pmem-advisor.config-parse/1", engine=kind)
         return
     table = Table(title=f"{config.path} ({config.format}, {len(config.files)} files)")
@@ -132,8 +149,8 @@ def parse(
 
 @config_app.command("validate")
 def validate(
-    file: str = typer.Argument(..., help="postgresql.conf or my.cnf."),
-    engine: str = typer.Argument(..., help="postgres or mysql."),
+    file: str = typer.Argument(..., help="postgresql.conf or my.cnf (or the engine's own)."),
+    engine: str = typer.Argument(..., help=engine_help()),
     flavour: str = typer.Option(None, "--flavour", help="Which server to start."),
     version: str = typer.Option(None, "--version", help="Server version prefix, e.g. 15."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -144,8 +161,9 @@ def validate(
     from pmem_advisor.instances import pick_server
     from pmem_advisor.knobs.validate import check_flavour, validate_config
 
+    engine, flavour = resolve_engine(engine, flavour)
     if engine not in ("postgres", "mysql"):
-        raise UsageError(f"unknown engine {engine!r} (use postgres or mysql)")
+        return _validate_by_starting(file, engine, flavour, version, json_out)
     binary = pick_server(engine, flavour, version)
     config = read_config(file, engine, binary.flavour, binary.version)
     check_flavour(config, engine, binary.flavour, str(binary.version))
@@ -169,6 +187,40 @@ def validate(
             console.print(f"[red]problem[/]: {p}")
     if not report.ok:
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _validate_by_starting(file: str, engine: str, flavour: str | None, version: str | None,
+                          json_out: bool) -> None:
+    """Another engine: parse FILE with its parser (values checked against its catalog), then
+    start the engine with it (``Engine.validate_by_starting``); a refusal is exit 2 naming the
+    setting, a missing binary exit 3 naming the package."""
+    import tempfile
+
+    from pmem_advisor.engines.registry import get_engine
+    from pmem_advisor.knobs.validate import SettingCheck, ValidationReport
+
+    eng = get_engine(engine)
+    binary = eng.find_binary(flavour, version)  # exit 3 naming the package when missing
+    config = read_config(file, engine, binary.flavour, binary.version)
+    catalog = eng.catalog(binary.flavour, None if binary.version == "unknown" else
+                          binary.version)
+    for e in config.entries:  # out of range / wrong type: one line naming the setting
+        catalog.get(e.name).parse(e.value or "")
+    with open(file, encoding="utf-8") as f:
+        text = f.read()
+    console.print(f"starting {binary.describe()} with {len(config.entries)} settings from "
+                  f"{file} ...")
+    with tempfile.TemporaryDirectory(prefix="pmem-advisor-validate-") as workdir:
+        eng.validate_by_starting(text, workdir, binary=binary)
+    report = ValidationReport(engine, binary.flavour, str(binary.version), [
+        SettingCheck(e.name, e.value, "accepted", e.value, f"{eng.title} started with it",
+                     e.file, e.line) for e in config.entries])
+    if json_out:
+        print_json(report.to_dict(), "pmem-advisor.config-validate/1", engine=engine,
+                   flavour=report.flavour, version=report.version)
+    else:
+        out.print(f"{file}: {eng.title} {binary.version} started with all "
+                  f"{len(config.entries)} settings", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,21 +1,30 @@
-"""`pmem-advisor knobs {postgres|mysql}`: list the knob catalog for a flavour and version."""
+"""`pmem-advisor knobs ENGINE`: list the knob catalog for a flavour and version."""
 
 from __future__ import annotations
 
 import typer
 
 from pmem_advisor.cli.output import OutputFormat, detail, note, print_json, print_table
-from pmem_advisor.errors import EnvironmentProblem, UsageError
-from pmem_advisor.knobs.catalog import ENGINES, load_catalog
+from pmem_advisor.engines.registry import engine_help
+from pmem_advisor.errors import EnvironmentProblem
+from pmem_advisor.knobs.catalog import load_catalog
 
 SCHEMA = "pmem-advisor.knobs/1"
+
+
+def resolve_engine(engine: str, flavour: str | None) -> tuple[str, str | None]:
+    """(engine name, flavour) for an engine name or alias ('mariadb' -> mysql, mariadb);
+    UsageError for an unknown engine (the list is advisor/engines/data)."""
+    from pmem_advisor.engines.registry import resolve
+
+    eng, picked = resolve(engine)
+    return eng.name, flavour or picked
 
 
 def resolve_target(engine: str, flavour: str | None, version: str | None
                    ) -> tuple[str | None, str | None]:
     """Flavour and version from the options, else from the local server binary (mysql)."""
-    if engine not in ENGINES:
-        raise UsageError(f"unknown engine {engine!r} (use postgres or mysql)")
+    engine, flavour = resolve_engine(engine, flavour)
     if engine == "mysql" and flavour is None:
         try:
             from pmem_advisor.instances import pick_server
@@ -34,10 +43,9 @@ def _safety(knob) -> str:
 
 
 def knobs(
-    engine: str = typer.Argument(..., metavar="ENGINE", help="postgres or mysql (MySQL and "
-                                 "MariaDB)."),
+    engine: str = typer.Argument(..., metavar="ENGINE", help=engine_help()),
     flavour: str = typer.Option(None, "--flavour", metavar="FLAVOUR",
-                                help="postgresql, mysql or mariadb."),
+                                help="postgresql, mysql or mariadb (or the engine's own)."),
     version: str = typer.Option(None, "--version", "--server-version", metavar="VERSION",
                                 help="Server version, e.g. 18, 8.0.36, 10.11."),
     curated: bool = typer.Option(False, "--curated", help="Only the knobs pmem-advisor judges "
@@ -54,6 +62,7 @@ def knobs(
     tuned (safety "unknown").
     """
     flavour, version = resolve_target(engine, flavour, version)
+    engine = resolve_engine(engine, flavour)[0]
     catalog = load_catalog(engine, flavour, version)
     shown = list(catalog) if curated else catalog.all()
     if json_out or fmt is OutputFormat.json:

@@ -16,6 +16,7 @@ from pmem_advisor.cli.output import (
     print_json,
     print_table,
 )
+from pmem_advisor.engines.registry import engine_help
 from pmem_advisor.errors import InputError, UsageError
 from pmem_advisor.fileio import write_keeping_backup
 from pmem_advisor.knobs.units import parse_bytes
@@ -51,27 +52,20 @@ def load_profile(profile: str | None, root: str | None, paths: list[str]) -> dic
 
 
 def split_engine(engine: str) -> tuple[str, str | None]:
-    """'postgres' | 'mysql' | 'mariadb' -> (engine, flavour)."""
-    e = engine.lower()
-    if e in ("postgres", "postgresql", "pg"):
-        return "postgres", "postgresql"
-    if e == "mariadb":
-        return "mysql", "mariadb"
-    if e == "mysql":
-        return "mysql", None
-    raise UsageError(f"unknown database {engine!r} (use postgres or mysql)")
+    """An engine name or alias -> (engine, flavour it picks): 'pg' -> ('postgres',
+    'postgresql'), 'mariadb' -> ('mysql', 'mariadb'), 'mysql' -> ('mysql', None). The names
+    are data (advisor/engines/data/*.yaml); UsageError for an unknown one."""
+    from pmem_advisor.engines.registry import resolve
+
+    eng, flavour = resolve(engine)
+    return eng.name, flavour
 
 
 def installed_version(engine: str, flavour: str | None) -> tuple[str | None, str | None]:
     """The best installed server's (flavour, version), when --version is not given."""
-    try:
-        from pmem_advisor.instances import discover_servers
-    except ImportError:
-        return flavour, None
-    for b in discover_servers(engine):
-        if flavour is None or b.flavour == flavour:
-            return b.flavour, str(b.version)
-    return flavour, None
+    from pmem_advisor.engines.registry import get_engine
+
+    return get_engine(engine).installed_version(flavour)
 
 
 MIB = 1 << 20
@@ -163,14 +157,14 @@ def emit(rec) -> str:
         notes.insert(0, EMULATION_NOTE)
     fp = (f.profile.get("host") or {}).get("hostname") or "unknown"
     header = Header(fingerprint=str(fp), flavour=f.flavour or "", version=f.version or "",
-                    notes=tuple(notes))
+                    notes=tuple(notes), steps=tuple(rec.os_steps), findings=tuple(rec.findings))
     settings = [Setting(s.name, s.value, f"{s.rule} [{', '.join(s.insights)}] {s.reason}"
                         if s.insights else f"{s.rule}: {s.reason}") for s in rec.settings]
     return emit_config(f.engine, settings, header).text
 
 
 def recommend_cmd(
-    engine: str = typer.Argument(..., help="postgres or mysql (mariadb also accepted)."),
+    engine: str = typer.Argument(..., help=engine_help()),
     profile: str | None = typer.Option(None, "--profile", help="A probe profile (JSON)."),
     root: str | None = typer.Option(None, "--root", help="Probe a machine tree below DIR."),
     version: str | None = typer.Option(None, "--version", help="Server version (18, 8.0.36)."),

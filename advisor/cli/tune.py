@@ -5,11 +5,12 @@ from __future__ import annotations
 import typer
 
 from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
+from pmem_advisor.engines.registry import engine_help
 from pmem_advisor.knobs.units import parse_bytes
 
 
 def tune(
-    engine: str = typer.Argument(..., help="postgres or mysql (MySQL/MariaDB)."),
+    engine: str = typer.Argument(..., help=engine_help(("server", "embedded", "tool"))),
     workload: str = typer.Option(..., "--workload", "-w", help="Workload name."),
     trials: int = typer.Option(20, "--trials", help="Trials in the study (baselines included)."),
     time_budget: str = typer.Option(
@@ -60,7 +61,9 @@ def tune(
     measured: no config written; --out not writable; disk full), 130 Ctrl-C, 143 SIGTERM
     (the study is kept either way: --resume continues it)."""
     from pmem_advisor.capabilities import require_extra
+    from pmem_advisor.cli.knobs import resolve_engine
 
+    engine, flavour = resolve_engine(engine, flavour)  # 'pg', 'mariadb': aliases are data
     require_extra("tune", "pmem-advisor tune")  # before any server starts or data loads
     from pmem_advisor.connection import resolve_dsn
     from pmem_advisor.report.progress import LiveProgress

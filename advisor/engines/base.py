@@ -277,9 +277,11 @@ class Engine:
                 module = entry.split(":", 1)[1]
                 import importlib.util
 
-                if importlib.util.find_spec(module) is None:
+                found_spec = importlib.util.find_spec(module)
+                if found_spec is None:
                     continue
-                b = EngineBinary(self.name, fl, self.binary_version(None), Path(), "pypi")
+                where = Path(found_spec.origin or ".").parent
+                b = EngineBinary(self.name, fl, self.binary_version(None), where, "pypi")
             else:
                 found = shutil.which(entry)
                 if not found:

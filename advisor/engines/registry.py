@@ -186,3 +186,15 @@ def reset() -> None:
 
     for fn in (catalog._raw, catalog._base_knobs, catalog._at_version, catalog._generated_docs):
         fn.cache_clear()
+
+
+def engine_help(kinds: tuple[str, ...] | None = None, *, default: str = "") -> str:
+    """Help text naming the engines (and aliases) for a CLI argument; never fails (a broken
+    engine YAML is reported when the command runs, not when --help is built)."""
+    try:
+        chosen = [s for s in specs() if kinds is None or s.kind in kinds]
+    except EngineDataError:
+        return default or "an engine name (see `pmem-advisor doctor`)"
+    aliases = [a for s in chosen for a in s.aliases if a != s.name]
+    text = ", ".join(s.name for s in chosen)
+    return text + (f" (also {', '.join(aliases)})" if aliases else "") + "."

@@ -32,7 +32,7 @@ from pmem_advisor.tuner.study import open_study
 from pmem_advisor.tuner.target import RESERVED_CONNECTIONS, Target, production_target
 from pmem_advisor.tuner.tuner import METRIC_ATTRS, Observer, TuneOptions, Tuner
 
-ENGINES = ("postgres", "mysql")
+ENGINES = ("postgres", "mysql")  # the built-in two; every registered engine is tunable
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(s|sec|m|min|h)?\s*$")
 UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600}
 # Study attribute: why each worker's run ended (the reports say it).
@@ -48,7 +48,7 @@ TRIAL_OVERHEAD_S = 15.0
 # The golden copy, the trial's working copy and WAL growth: the disk the data needs.
 DISK_PER_DATA = 2.5
 # The data is sized to the buffer that caches it (shared_buffers / the InnoDB buffer pool).
-MAIN_BUFFER = {"postgres": "shared_buffers", "mysql": "innodb_buffer_pool_size"}
+MAIN_BUFFER = {"postgres": "shared_buffers", "mysql": "innodb_buffer_pool_size"}  # YAML too
 # Settings that size for the production load, not for the benchmark: the connection count
 # and the per-connection memory the rules fitted to it (the tuned file keeps them whichever
 # config wins).
@@ -133,8 +133,10 @@ class TuneRequest:
     dsn: str | None = None  # a live server whose max_connections is the production target
 
     def validate(self) -> None:
-        if self.engine not in ENGINES:
-            raise UsageError(f"engine {self.engine!r} is not one of {', '.join(ENGINES)}")
+        from pmem_advisor.engines.registry import list_engines
+
+        if self.engine not in list_engines():
+            raise UsageError(f"engine {self.engine!r} is not one of {', '.join(list_engines())}")
         if self.objective not in METRIC_ATTRS:
             raise UsageError(f"--objective must be one of {', '.join(METRIC_ATTRS)}")
         if self.sampler not in SAMPLERS:
@@ -160,14 +162,15 @@ class TuneRequest:
 
 
 def _workload(name: str, engine: str) -> Any:
+    """The engine's workload ``name`` (``Engine.workload``): its own names first, then the
+    shared ones that list it; UsageError for unknown names or another engine's workload."""
+    from pmem_advisor.engines.registry import get_engine
+
     try:
-        from pmem_advisor.workloads.registry import get_workload
+        import pmem_advisor.workloads.registry  # noqa: F401 - every engine's default source
     except ImportError as e:
         raise EnvironmentProblem(f"workloads are not available: {e}") from None
-    w = get_workload(name)  # UsageError for unknown names
-    if engine not in w.engines:
-        raise UsageError(f"workload {name} runs on {'/'.join(w.engines)}, not on {engine}")
-    return w
+    return get_engine(engine).workload(name)
 
 
 def _data_dir(req: TuneRequest) -> str:
@@ -201,12 +204,10 @@ def _recommendation(req: TuneRequest, binary: Any, catalog: Any, kind: str, prof
 
 def _default_connections(engine: str, kind: str) -> int | None:
     """The rules' connection count for a workload kind when no client count is known."""
+    from pmem_advisor.engines.registry import get_engine
+
     try:
-        if engine == "postgres":
-            from pmem_advisor.rules.baseline.postgres import CONNECTIONS
-        else:
-            from pmem_advisor.rules.baseline.mysql import CONNECTIONS
-        return int(CONNECTIONS[kind])
+        return get_engine(engine).default_connections(kind)
     except (ImportError, KeyError):
         return None
 
@@ -388,6 +389,8 @@ def shared_room(engine: str, binary: Any, catalog: Any, settings: dict[str, Any]
                          catalog=catalog)
     except Exception:  # noqa: BLE001 - no estimate: the plain share of the budget
         return None
+    if est is None:  # the engine has no memory model
+        return None
     return int(budget_bytes * BUDGET_SHARE - est.per_connection_bytes * est.connections
                - est.background_bytes)
 
@@ -406,7 +409,7 @@ def memory_gate(engine: str, flavour: str, version: str, catalog: Any, base: dic
                              catalog=catalog)
         except Exception:  # noqa: BLE001 - an estimate we cannot make does not block a trial
             return None
-        if est.total_bytes <= budget_bytes:
+        if est is None or est.total_bytes <= budget_bytes:
             return None
         return (f"worst-case memory {human_bytes(est.total_bytes)} ({est.connections} "
                 f"connections) exceeds the {human_bytes(budget_bytes)} production budget")
@@ -451,10 +454,11 @@ def run_tune(req: TuneRequest, *, progress: Any = None, console: Any = None) -> 
 
 def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
               ) -> dict[str, Any]:
-    from pmem_advisor.instances import pick_server, reap_stale
+    from pmem_advisor.engines.registry import get_engine
+    from pmem_advisor.instances import reap_stale
     from pmem_advisor.knobs.catalog import load_catalog
     from pmem_advisor.report.build import write_reports
-    from pmem_advisor.tuner.managed import ManagedEvaluator, check_data_dir
+    from pmem_advisor.tuner.managed import check_data_dir
 
     req.validate()
     budget = parse_duration(req.time_budget)
@@ -470,7 +474,8 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
             print(f"note: {note}", file=sys.stderr)
     check_data_dir(req.data_dir, "data dir")
     check_data_dir(req.wal_dir, "wal dir")
-    binary = pick_server(req.engine, req.flavour, req.version)
+    engine = get_engine(req.engine)
+    binary = engine.find_binary(req.flavour, req.version)  # exit 3 naming the package
     catalog = load_catalog(req.engine, binary.flavour, binary.version)
     for name in req.knobs:
         catalog.get(name)  # UnknownKnobError with the closest names
@@ -491,10 +496,12 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     name = req.study or f"{binary.flavour}-{req.workload}-{req.objective}"
     rec = _recommendation(req, binary, catalog, workload.kind, profile, target)
-    buffer = MAIN_BUFFER[req.engine]
+    buffer = MAIN_BUFFER.get(req.engine) or engine.main_buffer
     scale, notes, warns = choose_scale(
-        workload, scale=req.scale, clients=req.clients, buffer_name=buffer,
-        buffer_bytes=_setting_bytes(rec, catalog, buffer) or target.memory_bytes // 4,
+        workload, scale=req.scale, clients=req.clients,
+        buffer_name=buffer or "a quarter of the memory budget",
+        buffer_bytes=(_setting_bytes(rec, catalog, buffer) if buffer else None)
+        or target.memory_bytes // 4,
         free_bytes=_free_bytes(_data_dir(req)))
     production = {s.name: s.value for s in rec.settings if s.name in PRODUCTION_KNOBS}
     unfit = memory_gate(req.engine, binary.flavour, binary.version, catalog,
@@ -549,7 +556,7 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
         _say(console, line)
     _say(console, f"study {name!r} in {redact(url)}: searching "
          + ", ".join(f"{k.name} ({k.scope})" for k in space.knobs))
-    evaluator = ManagedEvaluator(
+    evaluator = engine.evaluator(
         binary, workload, scale=scale, clients=req.clients,
         duration=req.duration, warmup=req.warmup, data_dir=req.data_dir, wal_dir=req.wal_dir,
         workdir=req.workdir, catalog=catalog, cgroup=cgroup,

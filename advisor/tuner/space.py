@@ -186,9 +186,15 @@ def ordered(params: dict[str, Any], base: dict[str, Any] | None = None) -> dict[
 
 
 def default_knob_names(engine: str) -> list[str]:
-    """The performance knobs searched when the rules name none (data file, per engine)."""
+    """The performance knobs searched when the rules name none (data file, per engine; an
+    engine not in it names them in its own YAML: ``tuning.default_knobs``)."""
     with open(DEFAULT_KNOBS_FILE, encoding="utf-8") as f:
-        return list(yaml.safe_load(f)[engine])
+        names = yaml.safe_load(f).get(engine)
+    if names is None:
+        from pmem_advisor.engines.registry import get_engine
+
+        return get_engine(engine).default_tune_knobs()
+    return list(names)
 
 
 def _numeric_range(spec: KnobSpec, bound: Any, anchors: list[Any],
