@@ -184,7 +184,9 @@ def _same(knob: Any, want: Any, have: str | None) -> bool:
         return False
     if knob.type == "size":
         got = parse_shown_size(have)
-        return got is not None and math.isclose(got, want, rel_tol=0.01, abs_tol=1024)
+        # half of the last printed decimal of the unit shown: '3.3 GiB' is 3.25 .. 3.35 GiB
+        unit = parse_shown_size("1" + "".join(c for c in have if c.isalpha())) or 1
+        return got is not None and math.isclose(got, want, abs_tol=max(unit * 0.05, 1))
     if knob.type == "bool":
         return str(have).lower() == ("true" if want else "false")
     if knob.type == "int":
