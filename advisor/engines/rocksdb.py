@@ -116,8 +116,8 @@ class RocksDBEngine(Engine):
             _put(rec, view, "write_buffer_size", Bytes(max(4 * MB, wbs // 4 // MB * MB)),
                  "smaller memtables to fit the budget")
 
-    def apply_lines(self, path: str, settings: Mapping[str, str], restart: list[str]
-                    ) -> list[str]:
+    def apply_lines(self, path: str, settings: Mapping[str, str], restart: list[str],
+                    flavour: str | None = None) -> list[str]:
         """How a DBA deploys the tuned OPTIONS file (for tune's report)."""
         out = [f"apply: open the database with these options: rocksdb::LoadOptionsFromFile("
                f"\"{path}\", ...) then DB::Open (db_bench: --options_file={path}); RocksDB "
