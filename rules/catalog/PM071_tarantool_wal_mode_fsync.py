@@ -6,9 +6,9 @@ kernel crash; 'none' keeps no WAL at all. I17's baseline was "WAL-fsync" (I17 §
 the paper's DRAM numbers are for the durable mode, and its gap to WAL-nowrite is the log's I/O,
 which a WAL on PMEM (PM070) makes small, so fsync costs little there.
 
-Recommendation: wal_mode = 'fsync'; check warns on a file that leaves it out or sets
-write/none (the catalog classes them as durability risks: never emitted without
---allow-unsafe).
+Recommendation: wal_mode = 'fsync'; check warns on a file that leaves it out, fails one that
+sets write/none or any other value the catalog classes as a durability risk (force_recovery =
+true); the emitter never writes them without --allow-unsafe.
 """
 
 from pmem_advisor.rules.model import PRIORITY_SAFETY, Rule, Set
@@ -39,6 +39,30 @@ class TarantoolWalModeFsync(Rule):
                     f"durable commits: Tarantool's default 'write' has no fsync(2); {where}")]
 
     def check_config(self, facts, config, effects, same_value):
+        return self._wal_mode(config) + self._other_risks(facts, config)
+
+    def _other_risks(self, facts, config):
+        """Other values the catalog classes as durability risks (force_recovery = true)."""
+        from pmem_advisor.engines.tarantool_catalog import load
+        from pmem_advisor.engines.tarantool_lua import lua_value
+
+        catalog = load(facts.version)
+        out = []
+        for name in sorted(set(config) - {"wal_mode"}):
+            knob = catalog.find(name)
+            if knob is None or not knob.risky_values:
+                continue
+            try:
+                risky = knob.is_risky(config[name])
+            except Exception:  # noqa: BLE001 - an invalid value is another check's finding
+                continue
+            if risky:
+                out.append(self.finding("fail", name, f"{name} = {config[name]}: "
+                                        f"{knob.safety_reason}",
+                                        f"set {name} = {lua_value(knob, knob.default)}"))
+        return out
+
+    def _wal_mode(self, config):
         have = config.get("wal_mode")
         if have is None:
             return [self.finding(
