@@ -97,13 +97,15 @@ def put_back(inst: Instance, name: str = "golden") -> float:
     if not inst.stopped_cleanly and inst.initialized:
         inst._release_crash_resources()  # the data dir that knows about them goes now
     started = time.monotonic()
-    from pmem_advisor.instances.registry import MARKER, empty_dir
+    from pmem_advisor.instances.registry import MARKER, empty_dir, write_marker
 
     for part, d in (("data", inst.data_dir), ("wal", inst.wal_dir)):
         if d is not None:
-            # the marker stays while the copy runs: a SIGKILL mid-restore leaves a directory
-            # the next reaper may still empty (an unmarked one it must refuse to touch)
+            # the marker stays (or, in a freshly claimed empty directory, comes first) while
+            # the copy runs: a SIGKILL mid-restore leaves a directory the next reaper may
+            # still empty (an unmarked one it must refuse to touch)
             empty_dir(d, keep=(MARKER,))
+            write_marker(d, inst.id)
             # nor may the copy bring the marker of the instance that took the snapshot
             (src / part / MARKER).unlink(missing_ok=True)
             copy_tree(src / part, d)

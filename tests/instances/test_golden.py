@@ -117,3 +117,34 @@ def test_a_restore_killed_mid_copy_leaves_a_directory_the_reaper_may_empty(shm_d
         with pytest.raises(EnvironmentProblem):
             inst.restore("golden")
         assert registry.marker_of(data) == inst.id
+
+
+def test_a_restore_into_a_fresh_empty_directory_marks_it_before_copying(shm_dir, monkeypatch,
+                                                                          tmp_path):
+    """The tuner's second instance on the user's (empty) --data-dir restores a golden copy
+    straight away, without an initdb: a SIGKILL mid-copy must still leave the directory marked
+    as that instance's, although it held no marker when the copy began (issue 17 item 7)."""
+    from pmem_advisor.errors import EnvironmentProblem
+    from pmem_advisor.instances import golden, registry
+
+    cache = tmp_path / "golden"
+    binary = find_server("pg-debian")
+    with create_instance(binary, golden_dir=cache) as loader:
+        loader.initialize()
+        loader.snapshot("golden")
+    data = shm_dir / "fresh-restore"
+    data.mkdir()
+    with create_instance(binary, data_dir=data, golden_dir=cache) as inst:
+        assert registry.marker_of(data) is None and inst.has_snapshot("golden")
+
+        def killed(src, dst):  # one file lands, then the kill
+            golden.shutil.copy2(src / "PG_VERSION", dst / "PG_VERSION")
+            raise EnvironmentProblem("copy interrupted")
+
+        monkeypatch.setattr(golden, "copy_tree", killed)
+        with pytest.raises(EnvironmentProblem):
+            inst.restore("golden")
+        assert (data / "PG_VERSION").exists() and registry.marker_of(data) == inst.id
+        rec = next(r for r in registry.load_all() if r.id == inst.id)
+        assert registry.remove_files(rec) == [] and not list(data.iterdir())
+        monkeypatch.undo()
