@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -75,8 +76,6 @@ def find_tarantool(path: str | None = None) -> ServerBinary:
 
 
 def _which(name: str) -> str | None:
-    import shutil
-
     return shutil.which(name)
 
 
