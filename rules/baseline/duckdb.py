@@ -7,9 +7,11 @@ DuckDB's own defaults are every logical CPU for ``threads`` and 80% of RAM for
   nothing from hyper-threads (D21 insights #1-#2, D21-1); K23 ran DuckDB on all 48 logical
   cores of socket 0 (K23 §4.1). The tuner may still search up to the logical CPUs (PM051).
 - memory_limit = 90% of the budget minus what DuckDB allocates outside its buffer manager
-  (the engine's memory model: per thread, the allocator's retained memory, the process), so
-  the worst case fits; DuckDB's 80%-of-RAM default ignores a cgroup's smaller budget only
-  when it cannot see it, and never counts those terms.
+  (the engine's memory model: per thread, the allocator's retained memory, the process), at
+  most 80% of the budget (DuckDB's own share, of the budget rather than the host's RAM).
+  DuckDB's manual: memory_limit "only applies to the buffer manager" (Operations manual,
+  Limits) and "some of DuckDB's operations circumvent the database's buffer manager" (guide
+  Out-of-Memory Issues, which advises 50-60% of RAM when the OS kills DuckDB).
 temp_directory is not set here: where spills should go depends on the disks (PM052 moves
 them off PMEM, K23 §4.5.1).
 """
@@ -20,6 +22,7 @@ from pmem_advisor.rules.facts import Facts
 from pmem_advisor.rules.model import PRIORITY_BASELINE, Bytes, Rule, Set
 
 MB = 1 << 20
+DUCKDB_SHARE = 0.8  # DuckDB's default memory_limit: 80% of RAM
 
 
 def near_node(f: Facts) -> int | None:
@@ -44,7 +47,10 @@ def memory_limit(f: Facts, threads: int) -> int:
 
     flush = 128 * MB  # allocator_flush_threshold's default
     rest = PROCESS_BASE + threads * PER_THREAD + flush
-    return max(64 * MB, (int(f.memory_bytes * BUDGET_SHARE) - rest) // MB * MB)
+    fit = int(f.memory_bytes * BUDGET_SHARE) - rest
+    # never above DuckDB's own 80% share, now of the real budget: some operations bypass the
+    # buffer manager (DuckDB's out-of-memory guide), so the rest needs room
+    return max(64 * MB, min(fit, int(f.memory_bytes * DUCKDB_SHARE)) // MB * MB)
 
 
 class DuckDBBaseline(Rule):
@@ -69,7 +75,9 @@ class DuckDBBaseline(Rule):
                 "CPU; sequential reads gain nothing from hyper-threads, D21 insights #1-#2)"),
             Set("memory_limit", Bytes(limit),
                 "90% of the memory budget less what DuckDB allocates outside memory_limit "
-                f"({threads} threads, allocator, process): the worst case fits"),
+                f"({threads} threads, allocator, process), at most 80% of it: the worst case "
+                "fits (lower it to 50-60% if the OS still kills DuckDB, as DuckDB's "
+                "out-of-memory guide advises)"),
         ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pmem_advisor.engines.duckdb import _same
 from pmem_advisor.engines.duckdb_catalog import (
     load_duckdb_catalog,
     parse_shown_size,
@@ -48,11 +49,9 @@ def test_every_default_matches(settings):
             assert shown == path + ".tmp"
         elif knob.default_text == "90% of available disk space":
             assert shown == knob.default_text
-        elif knob.type == "size":
-            got = parse_shown_size(shown)
-            # DuckDB prints one decimal of a binary unit ('18.8 GiB')
-            assert got is not None and abs(got - knob.default) <= max(0.003 * knob.default,
-                                                                      1024), (knob.name, shown)
+        elif knob.type == "size":  # DuckDB prints one decimal of a binary unit ('18.8 GiB')
+            assert parse_shown_size(shown) is not None
+            assert _same(knob, knob.default, shown), (knob.name, shown, knob.default)
         elif knob.type == "bool":
             assert shown == ("true" if knob.default else "false"), knob.name
         elif knob.type == "int":
