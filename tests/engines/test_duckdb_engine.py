@@ -141,3 +141,16 @@ def test_child_over_its_memory_cap_is_killed(tmp_path):
 def test_workload_names(duck):
     with pytest.raises(UsageError, match="does not run on DuckDB"):
         duck.workload("pgbench-tpcb")
+
+
+def test_missing_duckdb_is_exit_3_naming_the_package(duck, monkeypatch):
+    import importlib.util
+
+    from pmem_advisor.errors import EnvironmentProblem
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "duckdb" else real(name, *a))
+    with pytest.raises(EnvironmentProblem) as e:
+        duck.find_binary()
+    assert e.value.exit_code == 3 and "duckdb" in str(e.value)
