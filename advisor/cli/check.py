@@ -198,7 +198,9 @@ def read_config(path: str, engine: str, flavour: str | None, version: str | None
     if engine not in ("postgres", "mysql"):  # every other engine parses its own format
         from pmem_advisor.engines.registry import get_engine
 
-        settings = get_engine(engine).read_config_file(path)
+        eng = get_engine(engine)
+        settings = eng.read_config_file(path)
+        _check_values(eng, settings, flavour, version, path)
         return settings, {n: path for n in settings}, frozenset()
     if engine == "postgres" and kind == "mysql":
         raise UsageError(f"--config {path} is a MySQL/MariaDB option file ([{groups[0]}] "
@@ -226,6 +228,28 @@ def read_config(path: str, engine: str, flavour: str | None, version: str | None
     where = {n: e.where for n, e in eff.items()}
     loose = frozenset(n for n, e in eff.items() if e.loose)
     return settings, where, loose
+
+
+def _check_values(eng, settings: dict, flavour: str | None, version: str | None,
+                  path: str) -> None:
+    """A value of the wrong type or out of range is a one-line error naming the setting
+    (PostgreSQL/MySQL report them as CK002 findings; other engines' files are refused)."""
+    from pmem_advisor.knobs.catalog import catalog_path
+
+    if catalog_path(eng.resolve_flavour(flavour, version)) is None:
+        return  # an advice-only engine: no catalog to check against
+    try:
+        catalog = eng.catalog(flavour, version)
+    except UsageError:  # a version the catalog does not know: its newest series
+        catalog = eng.catalog(flavour, None)
+    for name, value in settings.items():
+        knob = catalog.find(name)
+        if knob is None:
+            continue  # a setting pmem-advisor does not judge: the engine's own business
+        try:
+            knob.parse("" if value is None else str(value))
+        except UsageError as e:
+            raise UsageError(f"--config {path}: {e.message}") from None
 
 
 # ---------------------------------------------------------------- output

@@ -353,6 +353,14 @@ class Engine:
         raise EnvironmentProblem(f"{self.title} cannot be tuned here (advice only)",
                                  hint=f"use `pmem-advisor recommend {self.name}`")
 
+    def apply_lines(self, path: str, settings: Mapping[str, str], restart: list[str],
+                    flavour: str | None = None) -> list[str]:
+        """How a DBA deploys the tuned file ``path`` (``settings``: name -> rendered value;
+        ``restart``: names read at start only), as lines for the tune summary. Default: use
+        the file as the engine's config and restart it."""
+        return [f"apply: use {path} as the {self.title} {self.config_format} config (or merge "
+                f"its {len(settings)} settings into yours) and restart {self.title}"]
+
     # -- tuning hints (from the YAML's ``tuning``) ---------------------------------------
     @property
     def main_buffer(self) -> str | None:

@@ -1,0 +1,208 @@
+"""The engine registry: engines are data (advisor/engines/data/*.yaml checked by a schema),
+names and aliases resolve as the CLI always took them, and a new engine (tests/engines/
+fake_engine.py) plugs into recommend, check, config and tune without any CLI change."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pmem_advisor.engines import registry
+from pmem_advisor.engines.base import EngineDataError
+from pmem_advisor.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, EXIT_USAGE, UsageError
+from tests.rules.machines import make_profile
+
+GOOD = """name: {name}
+title: Broken
+kind: tool
+flavours: [{name}]
+packages: {{debian: [x]}}
+config_format: ini
+module: tests.engines.fake_engine:FakeEngine
+"""
+
+
+@pytest.fixture
+def profile(tmp_path) -> str:
+    path = tmp_path / "probe.json"
+    path.write_text(json.dumps(make_profile("pmem")))
+    return str(path)
+
+
+# ------------------------------------------------------------------ the shipped data
+def test_builtin_engines_first_and_every_yaml_valid():
+    names = registry.list_engines()
+    assert names[:2] == ["postgres", "mysql"]
+    for spec in registry.specs():  # every shipped YAML passed the schema to get here
+        assert spec.name == Path(spec.source).stem
+        assert spec.flavours and spec.kind in ("server", "embedded", "tool", "advice")
+
+
+def test_builtin_engines_import_and_name_their_packages():
+    pg, my = registry.get_engine("postgres"), registry.get_engine("mysql")
+    assert (pg.title, pg.config_format, pg.flavours) == ("PostgreSQL", "postgresql.conf",
+                                                        ("postgresql",))
+    assert my.flavours == ("mysql", "mariadb") and my.config_name == "my.tuned.cnf"
+    assert "apt-get install postgresql" in pg.install_hint()
+    assert "apt-get install mariadb-server" in my.install_hint()
+    assert "pgbench-tpcb" in pg.workloads and "pgbench-tpcb" not in my.workloads
+
+
+@pytest.mark.parametrize("word, engine, flavour", [
+    ("postgres", "postgres", "postgresql"), ("PostgreSQL", "postgres", "postgresql"),
+    ("pg", "postgres", "postgresql"), ("mysql", "mysql", None),
+    ("mariadb", "mysql", "mariadb"), ("MariaDB", "mysql", "mariadb"),
+])
+def test_aliases_as_the_cli_took_them(word, engine, flavour):
+    eng, picked = registry.resolve(word)
+    assert (eng.name, picked) == (engine, flavour)
+
+
+def test_unknown_engine_is_a_usage_error_with_a_hint():
+    with pytest.raises(UsageError, match="unknown engine 'postgress'") as e:
+        registry.get_engine("postgress")
+    assert "postgres" in (e.value.hint or "")
+
+
+def test_mysql_flavour_by_version():
+    my = registry.get_engine("mysql")
+    assert my.resolve_flavour(None, "10.11") == "mariadb"
+    assert my.resolve_flavour(None, "8.4") == "mysql"
+    with pytest.raises(UsageError, match="not one of"):
+        my.resolve_flavour("postgresql", None)
+
+
+def test_cli_unknown_engine_exit_2(run_cli, profile):
+    code, out, err = run_cli("recommend", "nosuchdb", "--profile", profile)
+    assert code == EXIT_USAGE and out == ""
+    assert err.count("\n") == 1 and "unknown engine 'nosuchdb'" in err
+
+
+def test_cli_alias_pg_recommends_postgres(run_cli, profile):
+    code, out, _ = run_cli("recommend", "pg", "--profile", profile, "--version", "16",
+                           "--json")
+    assert code == 0
+    assert json.loads(out)["target"]["engine"] == "postgres"
+
+
+def test_doctor_lists_every_engine(run_cli):
+    code, out, _ = run_cli("doctor", "--json")
+    assert code == 0
+    names = {c["name"] for c in json.loads(out)["capabilities"]}
+    assert {"postgres-server", "mysql-server"} <= names
+    others = [n for n in registry.list_engines() if n not in ("postgres", "mysql")]
+    assert {f"engine {n}" for n in others} <= names
+
+
+# ------------------------------------------------------------------ schema validation
+@pytest.mark.parametrize("text, where", [
+    (GOOD.format(name="broken").replace("kind: tool", "kind: database"), "kind"),
+    (GOOD.format(name="broken").replace("flavours: [broken]", "flavours: []"), "flavours"),
+    (GOOD.format(name="broken").replace("module: tests.engines.fake_engine:FakeEngine",
+                                        "module: not a module"), "module"),
+    (GOOD.format(name="broken") + "colour: blue\n", "top level"),
+    (GOOD.format(name="other"), "must equal the file name"),
+    ("name: [unclosed\n", "cannot read it"),
+])
+def test_bad_engine_yaml_is_one_line(bad_engine_dir, text, where):
+    (bad_engine_dir / "broken.yaml").write_text(text)
+    with pytest.raises(EngineDataError) as e:
+        registry.list_engines()
+    message = str(e.value)
+    assert "\n" not in message and "broken.yaml" in message and where in message
+
+
+def test_alias_taken_by_another_engine(bad_engine_dir):
+    text = GOOD.format(name="broken") + "aliases: {pg: broken}\n"
+    (bad_engine_dir / "broken.yaml").write_text(text)
+    with pytest.raises(EngineDataError, match="alias 'pg' is already"):
+        registry.list_engines()
+
+
+def test_module_that_does_not_exist(bad_engine_dir):
+    text = GOOD.format(name="broken").replace("tests.engines.fake_engine:FakeEngine",
+                                              "tests.engines.no_such_module:X")
+    (bad_engine_dir / "broken.yaml").write_text(text)
+    assert "broken" in registry.list_engines()  # listing never imports
+    with pytest.raises(EngineDataError, match="cannot be imported"):
+        registry.get_engine("broken")
+    assert registry.get_engine("postgres").name == "postgres"  # the others still work
+
+
+def test_cli_bad_engine_yaml_exit_3_one_line(run_cli, bad_engine_dir, profile):
+    (bad_engine_dir / "broken.yaml").write_text(GOOD.format(name="broken") + "colour: x\n")
+    code, out, err = run_cli("recommend", "broken", "--profile", profile)
+    assert code == EXIT_ENVIRONMENT and out == ""
+    assert err.count("\n") == 1 and "broken.yaml" in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------ a new engine plugs in
+def test_fake_engine_registered_with_catalog(fake_engine):
+    assert fake_engine.name == "fake" and registry.resolve("fake-db")[1] == "fakedb"
+    cat = fake_engine.catalog()
+    assert cat.engine == "fake" and cat.get("sync").is_risky(False)
+    assert any(r.id == "FAKE-BASE" for r in __import__(
+        "pmem_advisor.rules.registry", fromlist=["x"]).baseline_rules())
+
+
+def test_fake_recommend_json_and_out(run_cli, fake_engine, profile, tmp_path):
+    conf = tmp_path / "fakedb.ini"
+    code, out, _ = run_cli("recommend", "fake", "--profile", profile, "--memory", "8G",
+                           "--out", str(conf), "--json")
+    assert code == 0
+    doc = json.loads(out)
+    settings = {s["name"]: s for s in doc["settings"]}
+    assert settings["cache_size"]["rule"] == "FAKE-BASE"
+    assert doc["memory"]["total_bytes"] <= 8 << 30
+    text = conf.read_text()
+    assert "cache_size = " in text and "; FAKE-BASE" in text
+    assert text.startswith("; fakedb.ini written by pmem-advisor")
+
+
+def test_fake_check_config_and_unsafe(run_cli, fake_engine, profile, tmp_path):
+    good = tmp_path / "good.ini"
+    good.write_text("cache_size = 1G\nthreads = 4\n")
+    code, _, err = run_cli("check", "--db", "fake", "--config", str(good), "--profile",
+                           profile, "--version", "1.0", "--fail-on", "fail")
+    assert code in (0, EXIT_FINDINGS) and "Traceback" not in err
+    bad = tmp_path / "bad.ini"
+    bad.write_text("threads = lots\n")
+    code, out, err = run_cli("check", "--db", "fake", "--config", str(bad), "--profile",
+                             profile, "--version", "1.0", "--json")
+    assert code == EXIT_USAGE and out == "" and err.count("\n") == 1
+    assert "threads: 'lots' is not a valid integer" in err
+
+
+def test_fake_config_render_refuses_risky_and_bad_values(run_cli, fake_engine):
+    code, out, _ = run_cli("config", "render", "fakedb", "--set", "threads=8")
+    assert code == 0 and "threads = 8  ; requested" in out
+    code, out, err = run_cli("config", "render", "fake", "--set", "sync=false")
+    assert code == EXIT_USAGE and out == "" and "risks durability" in err
+    code, out, err = run_cli("config", "render", "fake", "--set", "threads=500")  # max 128
+    assert code == EXIT_USAGE and "threads" in err and "outside the allowed range" in err
+
+
+def test_fake_config_validate_starts_it(run_cli, fake_engine, fake_binary, tmp_path):
+    good = tmp_path / "good.ini"
+    good.write_text("threads = 8\n")
+    code, out, err = run_cli("config", "validate", str(good), "fake")
+    assert code == 0, err
+    assert "started with all 1 settings" in out
+    refused = tmp_path / "refused.ini"
+    refused.write_text("threads = 99\n")  # in the catalog's range, refused by the engine
+    code, out, err = run_cli("config", "validate", str(refused), "fake")
+    assert code == EXIT_USAGE and "threads: 99 exceeds the cores" in err
+
+
+def test_fake_missing_binary_exit_3_names_package(run_cli, fake_engine, tmp_path,
+                                                  monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no fakedb-server anywhere
+    conf = tmp_path / "x.ini"
+    conf.write_text("threads = 2\n")
+    code, out, err = run_cli("config", "validate", str(conf), "fake")
+    assert code == EXIT_ENVIRONMENT and out == ""
+    assert err.count("\n") == 1 and "apt-get install fakedb-tools" in err
+    ok, detail = fake_engine.binary_status()
+    assert not ok and "fakedb-tools" in detail
