@@ -19,7 +19,7 @@ them off PMEM, K23 §4.5.1).
 from __future__ import annotations
 
 from pmem_advisor.rules.facts import Facts
-from pmem_advisor.rules.model import PRIORITY_BASELINE, Bytes, Rule, Set
+from pmem_advisor.rules.model import PRIORITY_BASELINE, Bound, Bytes, Rule, Set
 
 MB = 1 << 20
 DUCKDB_SHARE = 0.8  # DuckDB's default memory_limit: 80% of RAM
@@ -69,7 +69,13 @@ class DuckDBBaseline(Rule):
         node = near_node(f)
         where = f"NUMA node {node}" if node is not None else "the budget"
         limit = memory_limit(f, threads)
+        cpus = max(1, f.cpus)
         return [
+            Bound("threads", 1, cpus,
+                  reason=f"1 .. the budget's {cpus} CPUs: DuckDB's workers are CPU-bound, more "
+                         "threads than CPUs only add memory and switching"),
+            Bound("memory_limit", Bytes(max(64 * MB, limit // 4 // MB * MB)), Bytes(limit),
+                  reason="a quarter of .. all of the memory_limit that fits the budget"),
             Set("threads", threads,
                 f"the {threads} physical cores of {where} (DuckDB's default is every logical "
                 "CPU; sequential reads gain nothing from hyper-threads, D21 insights #1-#2)"),

@@ -104,8 +104,13 @@ def test_baseline_threads_and_memory_fit(duck):
     facts = build_facts(make_profile("pmem"), engine="duckdb", workload="olap",
                         data_dir="/mnt/pmem1/duck", memory_bytes=8 << 30)
     (rule,) = duck.baseline_rules()
-    sets = {e.name: e.value for e in rule.evaluate(facts)}
+    from pmem_advisor.rules.model import Bound, Set
+
+    effects = rule.evaluate(facts)
+    sets = {e.name: e.value for e in effects if isinstance(e, Set)}
+    bounds = {e.name: (e.lo, e.hi) for e in effects if isinstance(e, Bound)}
     assert sets["threads"] == 12  # physical cores of node 1, not the 48 logical CPUs
+    assert bounds["threads"] == (1, 48) and bounds["memory_limit"][1] == sets["memory_limit"]
     est = duck.memory({"threads": 12, "memory_limit": sets["memory_limit"]})
     assert est.total_bytes <= 0.9 * (8 << 30)
 
