@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pmem_advisor.errors import EnvironmentProblem, UsageError
+from pmem_advisor.instances.cgroup import evict_page_cache
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 
 POLL_S = 0.05
@@ -163,6 +164,9 @@ class DuckDBEvaluator(Evaluator):
         try:
             db = trial / "db.duckdb"
             shutil.copyfile(golden, db)
+            # the copy's pages sit in the page cache: drop them so the trial reads the medium
+            # under test (a no-op on tmpfs, where the data is the cache)
+            evicted = evict_page_cache([db])
             ans = run_child({"op": "run", "db": str(db), "statements": stmts,
                              "clients": self.clients, "duration": self.duration,
                              "warmup": self.warmup},
@@ -170,7 +174,8 @@ class DuckDBEvaluator(Evaluator):
                             memory_cap=self.memory_cap, cgroup=self.cgroup)
             raw = {k: v for k, v in ans.items() if k not in ("ok", "failure", "latency_ms")}
             raw.update({"clients": self.clients, "scale": self.scale, "unit": "queries/s",
-                        "statements": stmts, "medium_dir": str(self.scratch)})
+                        "statements": stmts, "medium_dir": str(self.scratch),
+                        "page_cache_evicted_bytes": evicted})
             if not ans.get("ok"):
                 return Measurement(ok=False, failure=str(ans.get("failure")), raw=raw)
             return Measurement(ok=True, throughput_tps=ans["throughput_qps"],
