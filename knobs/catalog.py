@@ -360,8 +360,24 @@ def _flavour(engine: str, flavour: str | None) -> str:
     return flavour
 
 
+_DISPATCHING: set[str] = set()  # engines whose own catalog() is running (it may call us)
+
+
 def load_catalog(engine: str, flavour: str | None = None, version: str | None = None) -> Catalog:
-    """The knobs of ``flavour`` as they are in ``version`` (default: the newest series)."""
+    """The knobs of ``flavour`` as they are in ``version`` (default: the newest series).
+    An engine whose class loads its catalog itself (``Engine.catalog`` overridden: DuckDB's
+    host-derived defaults) is asked for it, so every caller gets the same catalog."""
+    if engine not in ENGINES and engine not in _DISPATCHING:
+        from pmem_advisor.engines.base import Engine
+        from pmem_advisor.engines.registry import get_engine
+
+        eng = get_engine(engine)
+        if eng.name == engine and type(eng).catalog is not Engine.catalog:
+            _DISPATCHING.add(engine)
+            try:
+                return eng.catalog(flavour, version)
+            finally:
+                _DISPATCHING.discard(engine)
     flavour = _flavour(engine, flavour)
     raw = _raw(flavour)
     supported = raw["series"]

@@ -355,6 +355,7 @@ def _parses(knob, text) -> bool:
 
 # ---------------------------------------------------------------- the command
 def check_cmd(
+    engine: str | None = typer.Argument(None, help="Same as --db: " + engine_help()),
     profile: str | None = typer.Option(None, "--profile", help="A probe profile (JSON)."),
     root: str | None = typer.Option(None, "--root", help="Probe a machine tree below DIR."),
     db: str | None = typer.Option(None, "--db", help=engine_help()),
@@ -398,6 +399,10 @@ def check_cmd(
         fmt = "json"
     if fail_on not in ("warn", "fail"):
         raise UsageError(f"--fail-on {fail_on!r}: use warn or fail")
+    if engine is not None:  # `check ENGINE ...` as `recommend ENGINE ...`
+        if db is not None and split_engine(db) != split_engine(engine):
+            raise UsageError(f"the engine {engine} and --db {db} contradict each other: give one")
+        db = engine
     notes: list[str] = []
     dsn = resolve_dsn(dsn, dsn_file, notes=notes)
     if diff and not dsn:

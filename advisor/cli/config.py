@@ -66,9 +66,11 @@ def _unsafe_reason(catalog, name: str, value: str, reason: str, allow_unsafe: bo
     if not knob.is_risky(base):
         return reason
     why = knob.safety_reason or "it risks losing committed data"
-    if knob.default is not None and knob.same(base, knob.default):
+    if (knob.default is not None and knob.same(base, knob.default)
+            and catalog.engine in ("postgres", "mysql")):
         # the server's own default (MariaDB's sync_binlog=0 matters only with the binary log
-        # on, as check's CK001 judges it): rendering it changes nothing, so say it, not refuse
+        # on, as check's CK001 judges it): rendering it changes nothing, so say it, not refuse.
+        # Other engines: a risky default (Tarantool's wal_mode=write) still needs the consent
         console.print(f"note: {name}={value} is the server's default; {why}", markup=False)
         return reason
     if not allow_unsafe:

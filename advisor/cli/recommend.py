@@ -215,8 +215,13 @@ def _print_table(rec) -> None:
         src = s.source + (f" [{', '.join(s.insights)}]" if s.insights else "")
         rows.append((s.name, value, escape(s.default or ""), escape(s.reason),
                      escape(f"{s.rule} {src}")))
-    print_table(("knob", "value", "default", "why", "source"), rows,
-                title=f"{f.flavour} {f.version or '(newest)'} - {f.workload}")
+    if rows or f.engine in ("postgres", "mysql"):
+        print_table(("knob", "value", "default", "why", "source"), rows,
+                    title=f"{f.flavour} {f.version or '(newest)'} - {f.workload}")
+    else:  # an advice-only engine: the findings and OS steps below are the advice
+        target = " ".join(x for x in (f.flavour, f.version) if x)
+        out.print(escape(f"{target}: no settings to size here; the findings and OS steps "
+                         "below are the advice"), soft_wrap=True)
     for w in rec.withheld:
         out.print(escape(f"withheld (needs --allow-unsafe): {w.name} = {w.text}  [{w.rule}] "
                          f"{w.reason}"), soft_wrap=True)

@@ -32,7 +32,7 @@ class MemoryBudget(Check):
     title = "Worst-case memory within the RAM budget, or the bound NUMA node"
     source = "PostgreSQL manual §20.4.1, §19.4.4; MySQL 8.4 manual §10.12.3.1"
     insights = ("K23-4",)
-    engines = ("postgres", "mysql")
+    engines = ()  # every engine with a memory model (Engine.memory); inp.memory None: skip
 
     def run(self, inp: CheckInput) -> list[Finding]:
         est, budget = inp.memory, inp.budget
@@ -73,8 +73,14 @@ class MemoryBudget(Check):
         if inp.facts.pg:
             return ("lower work_mem (rules.memory sizes it to fit), max_connections (use a "
                     "pooler) or shared_buffers")
-        return ("lower the per-connection buffers (sort/join/read buffers, tmp_table_size), "
-                "max_connections or innodb_buffer_pool_size")
+        if inp.facts.engine == "mysql":
+            return ("lower the per-connection buffers (sort/join/read buffers, tmp_table_size), "
+                    "max_connections or innodb_buffer_pool_size")
+        from pmem_advisor.engines.registry import get_engine
+
+        big = sorted(inp.memory.parts, key=lambda p: -p.bytes)[:2]
+        names = [p.name for p in big] or [get_engine(inp.facts.engine).main_buffer or "memory"]
+        return f"lower {' or '.join(names)} (the largest terms of the worst case)"
 
 
 CHECK = MemoryBudget()
