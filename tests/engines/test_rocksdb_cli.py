@@ -91,3 +91,14 @@ def test_direct_reads_on_dax_are_flagged(run_cli, tmp_path, shm_dir):
                              shm_dir, "--version", "7.8.3", "--memory", "2G")
     assert "error:" not in err
     assert "[PM063] use_direct_reads" in out + err and "[PM061] max_background_jobs" in out + err
+
+
+def test_check_fails_durability_risks(run_cli, tmp_path, shm_dir):
+    conf = tmp_path / "OPTIONS.ini"
+    conf.write_text("[DBOptions]\n  manual_wal_flush=true\n"
+                    "  wal_recovery_mode=kSkipAnyCorruptedRecords\n")
+    code, out, err = run_cli("check", "--db", "rocksdb", "--config", str(conf), "--data-dir",
+                             shm_dir, "--version", "7.8.3", "--memory", "2G")
+    assert code == 1, err
+    assert "fail [PM067] manual_wal_flush" in out + err
+    assert "fail [PM067] wal_recovery_mode" in out + err
