@@ -22,17 +22,18 @@ ENGINES = ("postgres", "mysql")
 EMULATED_ROOTS = ("/dev/shm",)
 
 
-def _describe(name: str) -> dict:
-    cls = workload_class(name)
+def _describe(name: str, cls: object = None, engines: list[str] | None = None) -> dict:
+    """One row; ``cls``: the workload class, or an engine's workload object."""
+    cls = cls or workload_class(name)
     doc = (cls.__doc__ or "").strip().splitlines()
     return {
         "name": name,
-        "engines": list(cls.engines),
-        "kind": cls.kind,
-        "write_heavy": cls.write_heavy,
-        "unit": cls.unit,
-        "scale": cls.scale_help,
-        "options": list(cls.option_names),
+        "engines": engines or list(cls.engines),
+        "kind": getattr(cls, "kind", "oltp"),
+        "write_heavy": getattr(cls, "write_heavy", True),
+        "unit": getattr(cls, "unit", ""),
+        "scale": getattr(cls, "scale_help", ""),
+        "options": list(getattr(cls, "option_names", ())),
         "description": doc[0] if doc else "",
     }
 
@@ -40,7 +41,7 @@ def _describe(name: str) -> dict:
 @workload_app.command("list")
 def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List the named workloads, their engines and what --scale means for each."""
-    rows = [_describe(n) for n in WORKLOADS]
+    rows = [_describe(n) for n in WORKLOADS] + _engine_rows()
     if json_out:
         print_json(rows, "pmem-advisor.workloads/1", key="workloads")
         return
@@ -51,6 +52,24 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON."))
         table.add_row(r["name"], "/".join(r["engines"]), r["kind"], r["scale"],
                       ", ".join(r["options"]) or "-")
     out.print(table)
+
+
+def _engine_rows() -> list[dict]:
+    """The workloads an engine runs itself (its YAML's ``workloads``: RocksDB's db_bench
+    mixes, Tarantool's YCSB client), one row per engine and name."""
+    from pmem_advisor.engines.registry import get_engine, specs
+
+    rows = []
+    for spec in specs():
+        if spec.name in ENGINES:
+            continue
+        for name in spec.workloads:
+            try:
+                wl = get_engine(spec.name).workload(name)
+            except (UsageError, EnvironmentProblem, ImportError):
+                continue  # not made here (advice only, a missing module): not listed
+            rows.append(_describe(name, wl, [spec.name]))
+    return rows
 
 
 def _parse_options(pairs: list[str]) -> dict[str, object]:
@@ -105,7 +124,8 @@ def run_cmd(
 ) -> None:
     """Run one measured benchmark on a fresh managed server started with --config."""
     if engine not in ENGINES:
-        raise UsageError(f"engine must be postgres or mysql, got {engine!r}")
+        raise UsageError(f"engine must be postgres or mysql, got {engine!r}",
+                         hint="other engines measure through `pmem-advisor tune ENGINE`")
     options = _parse_options(option)
     if script is not None:
         options["script"] = str(script)
