@@ -180,3 +180,84 @@ def test_emit_refuses_settings():
 
     with pytest.raises(UsageError, match="no knob catalog"):
         get_engine("hyrise").emit([Setting("threads", 4)])
+
+
+# ---- through the CLI (in-process, as tests/rules/test_cli.py) ------------------------
+CITED = ("K23 ", "A21 ", "D21 ", "Microsoft")
+
+
+def cli_args(engine: str) -> list[str]:
+    out = []
+    for key, value in pmem_args(engine).items():
+        out += [f"--{key.replace('_', '-')}", str(value)]
+    return out
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_cli_recommend_on_the_pmem_machine_cites_the_papers(run_cli, engine):
+    code, out, err = run_cli("recommend", engine, "--profile",
+                             str(GOLDEN / f"{PMEM_MACHINE}.json"), *cli_args(engine), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["target"]["engine"] == engine and data["settings"] == []
+    ours = [f for f in data["findings"] if f["rule"] in PMEM_ADVICE]
+    assert {r for r, _, _ in EXPECTED[engine]} <= {f["rule"] for f in ours}
+    for f in ours:  # every PMEM finding names its source
+        assert any(c in f["message"] for c in CITED), f
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_cli_recommend_without_pmem_says_conditions_differ(run_cli, engine):
+    code, out, err = run_cli("recommend", engine, "--profile",
+                             str(GOLDEN / f"{PLAIN_MACHINE}.json"), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    rules = {f["rule"] for f in data["findings"]} | {s["rule"] for s in data["os_steps"]}
+    assert not rules & PMEM_ADVICE, rules
+    (pm080,) = [f for f in data["findings"] if f["rule"] == "PM080"]
+    assert pm080["severity"] == "warn" and "conditions differ from" in pm080["message"]
+    assert "has no PMEM" in pm080["message"]
+
+
+def test_cli_check_fails_a_sqlserver_log_on_fsdax(run_cli):
+    prof = str(GOLDEN / f"{PMEM_MACHINE}.json")
+    code, out, err = run_cli("check", "--db", "sqlserver", "--profile", prof, "--data-dir",
+                             "/mnt/pmem0/mssql", "--wal-dir", "/mnt/pmem1/log",
+                             "--format", "json")
+    assert code == 1, err
+    fails = [f for f in json.loads(out)["findings"] if f["severity"] == "fail"]
+    assert [f["rule"] for f in fails] == ["PM081"] and "sector atomicity" in fails[0]["message"]
+    code, out, err = run_cli("check", "--db", "sqlserver", "--profile",
+                             str(GOLDEN / "sector-btt.json"), "--data-dir", "/mnt/raw/data",
+                             "--wal-dir", "/mnt/btt/log", "--format", "json")
+    assert code == 0, err  # the log on the sector namespace passes
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_cli_check_without_pmem_passes_with_the_conditions_warning(run_cli, engine):
+    code, out, err = run_cli("check", engine, "--profile",  # the engine as an argument
+                             str(GOLDEN / f"{PLAIN_MACHINE}.json"), "--format", "json")
+    assert code == 0, err
+    found = json.loads(out)["findings"]
+    assert [f["rule"] for f in found if f["rule"].startswith(("PM08", "PM09"))] == ["PM080"]
+
+
+def test_cli_recommend_out_writes_the_mssql_conf_snippet(run_cli, tmp_path):
+    target = tmp_path / "mssql.conf"
+    code, _, err = run_cli("recommend", "sqlserver", "--profile",
+                           str(GOLDEN / f"{PMEM_MACHINE}.json"), "--data-dir",
+                           "/mnt/pmem0/mssql", "--version", "2022", "--memory", "8G",
+                           "--out", str(target))
+    assert code == 0, err
+    text = target.read_text()
+    assert text.startswith("# advice snippet written by pmem-advisor")
+    assert "# PM081 [info] data:/mnt/pmem0/mssql: data files on fsdax" in text
+    assert text.endswith("# --- mssql.conf ---\n[memory]\nmemorylimitmb = 6553\n"
+                         "[traceflag]\ntraceflag0 = 809\n")
+
+
+@pytest.mark.parametrize("engine", ["sqlserver", "opengauss-mot"])
+def test_cli_tune_is_refused_advice_only(run_cli, engine):
+    code, out, err = run_cli("tune", engine, "--workload", "pgbench-tpcb")
+    assert code == EXIT_USAGE and out == ""
+    assert err.count("\n") == 1 and "advice only: pmem-advisor does not run" in err, err
