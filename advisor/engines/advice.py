@@ -77,6 +77,18 @@ class AdviceEngine(Engine):
             return list(dict.fromkeys(found))
         return []
 
+    def parse_config(self, text: str, origin: str) -> dict[str, str]:
+        """``check --config``: mssql.conf as ``section.key`` (``memory.memorylimitmb``,
+        ``traceflag.traceflag0``), deployment.xml as ``element.attribute`` paths
+        (``commandlog.synchronous``, ``paths.voltdbroot.path``); the rules PM082, PM084 and
+        PM090 read them. Engines without a config file refuse in one line."""
+        if self.config_format == "mssql.conf":
+            return _parse_ini(text, origin)
+        if self.config_format == "deployment.xml":
+            return _parse_deployment(text, origin)
+        raise UsageError(f"{self.title} has no config file pmem-advisor reads: check it "
+                         "without --config")
+
     # -- running it: never ---------------------------------------------------------------
     def find_binary(self, flavour: str | None = None, version: str | None = None):
         raise advice_only(self.title)
@@ -114,4 +126,48 @@ def _mssql_conf(notes: tuple[str, ...]) -> list[str]:
     for name, entries in sections.items():
         out.append(f"[{name}]")
         out += [f"{key} = {value}" for key, value in entries.items()]
+    return out
+
+
+def _parse_ini(text: str, origin: str) -> dict[str, str]:
+    """mssql.conf (the INI file mssql-conf writes): ``[section]`` then ``key = value``."""
+    out: dict[str, str] = {}
+    section = None
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip().lower()
+            continue
+        key, eq, value = line.partition("=")
+        if not eq or not key.strip() or section is None:
+            raise UsageError(f"{origin}:{n}: not a mssql.conf line (want [section] then "
+                             f"key = value): {line[:60]!r}")
+        out[f"{section}.{key.strip().lower()}"] = value.strip()
+    return out
+
+
+def _parse_deployment(text: str, origin: str) -> dict[str, str]:
+    """VoltDB's deployment.xml flattened: every attribute as ``element.path.attribute``."""
+    import xml.etree.ElementTree as ET
+
+    if "<!DOCTYPE" in text or "<!ENTITY" in text:  # no entity expansion from user files
+        raise UsageError(f"{origin}: DOCTYPE/ENTITY declarations are not read in deployment.xml")
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as e:
+        raise UsageError(f"{origin}: not valid XML: {e}") from None
+    if root.tag != "deployment":
+        raise UsageError(f"{origin}: the root element is <{root.tag}>, not <deployment>")
+    out: dict[str, str] = {}
+
+    def walk(el, prefix: str) -> None:
+        for k, v in el.attrib.items():
+            out[f"{prefix}.{k.lower()}"] = v
+        for child in el:
+            walk(child, f"{prefix}.{str(child.tag).lower()}")
+
+    for child in root:
+        walk(child, str(child.tag).lower())
     return out

@@ -112,5 +112,19 @@ class SqlServerHybridBufferPool(Rule):
                             "on PMEM"))
         return out
 
+    def check_config(self, f, config, effects, same_value):
+        """mssql.conf with trace flag 3979: a durability risk, failed without --allow-unsafe."""
+        flags = {str(v).strip() for k, v in config.items() if k.startswith("traceflag.")}
+        if "3979" not in flags:
+            return []
+        said = ("trace flag 3979 disables SQL Server's forced flush (FUA) on Linux; Microsoft's "
+                "Linux PMEM page suggests it only because PMEM devices are O_DIRECT safe")
+        if f.allow_unsafe:
+            return [self.finding("warn", "traceflag 3979", f"{said}: allowed by --allow-unsafe",
+                                 "keep every database file on PMEM")]
+        return [self.finding("fail", "traceflag 3979", f"{said}: a durability risk",
+                             "sudo /opt/mssql/bin/mssql-conf traceflag 3979 off (or pass "
+                             "--allow-unsafe when every database file is on PMEM)")]
+
 
 RULE = SqlServerHybridBufferPool()

@@ -53,5 +53,16 @@ class SqlServerMemoryLimit(Rule):
                    f"not of the host ({MS_DOC})", key="sqlserver-memory"),
         ]
 
+    def check_config(self, f, config, effects, same_value):
+        """mssql.conf's memory.memorylimitmb above the budget: the process can be OOM-killed."""
+        have = str(config.get("memory.memorylimitmb", "")).strip()
+        if not have.isdigit() or int(have) * MB <= f.memory_bytes:
+            return []
+        return [self.finding("fail", "memory.memorylimitmb",
+                             f"memory.memorylimitmb = {have} MB is above the "
+                             f"{f.memory_bytes >> 20} MB budget ({f.memory_source}): SQL "
+                             f"Server can be OOM-killed ({MS_DOC})",
+                             f"memory.memorylimitmb = {limit_mb(f)}")]
+
 
 RULE = SqlServerMemoryLimit()

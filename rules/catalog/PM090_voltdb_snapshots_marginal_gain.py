@@ -59,5 +59,23 @@ class VoltdbSnapshotsMarginalGain(Rule):
             key="voltdb-commandlog"))
         return out
 
+    def check_config(self, f, config, effects, same_value):
+        """deployment.xml with an enabled, non-synchronous command log: commits are
+        acknowledged before they reach storage; failed without --allow-unsafe."""
+        if str(config.get("commandlog.enabled", "")).lower() != "true":
+            return []
+        sync = str(config.get("commandlog.synchronous", "")).lower()
+        if sync == "true":
+            return []
+        said = (f"the command log is not synchronous (synchronous=\"{sync or 'not set'}\"): "
+                "VoltDB acknowledges commits before the log reaches storage and can lose the "
+                "last frequency window (VoltDB docs: command logging)")
+        if f.allow_unsafe:
+            return [self.finding("warn", "commandlog.synchronous",
+                                 f"{said}; allowed by --allow-unsafe")]
+        return [self.finding("fail", "commandlog.synchronous", f"{said}: a durability risk",
+                             "<commandlog enabled=\"true\" synchronous=\"true\"/> (or pass "
+                             "--allow-unsafe)")]
+
 
 RULE = VoltdbSnapshotsMarginalGain()

@@ -261,3 +261,49 @@ def test_cli_tune_is_refused_advice_only(run_cli, engine):
     code, out, err = run_cli("tune", engine, "--workload", "pgbench-tpcb")
     assert code == EXIT_USAGE and out == ""
     assert err.count("\n") == 1 and "advice only: pmem-advisor does not run" in err, err
+
+
+# ---- check --config: the engines' own files -------------------------------------------
+def test_cli_check_config_mssql_conf(run_cli, tmp_path):
+    conf = tmp_path / "mssql.conf"
+    conf.write_text("[memory]\nmemorylimitmb = 16384\n\n[traceflag]\ntraceflag0 = 809\n"
+                    "traceflag1 = 3979\n")
+    code, out, err = run_cli("check", "sqlserver", "--profile",
+                             str(GOLDEN / f"{PMEM_MACHINE}.json"), "--memory", "8G",
+                             "--config", str(conf), "--format", "json")
+    assert code == 1, err
+    fails = {(f["rule"], f["subject"]) for f in json.loads(out)["findings"]
+             if f["severity"] == "fail"}
+    assert fails == {("PM082", "traceflag 3979"), ("PM084", "memory.memorylimitmb")}
+    conf.write_text("[memory]\nmemorylimitmb = 6553\n[traceflag]\ntraceflag0 = 809\n")
+    code, out, err = run_cli("check", "sqlserver", "--profile",
+                             str(GOLDEN / f"{PMEM_MACHINE}.json"), "--memory", "8G",
+                             "--config", str(conf), "--format", "json")
+    assert code == 0, err
+
+
+def test_cli_check_config_voltdb_deployment_xml(run_cli, tmp_path):
+    xml = tmp_path / "deployment.xml"
+    xml.write_text('<?xml version="1.0"?>\n<deployment>\n  <cluster sitesperhost="8"/>\n'
+                   '  <commandlog enabled="true" synchronous="false">\n'
+                   '    <frequency time="1000"/>\n  </commandlog>\n</deployment>\n')
+    code, out, err = run_cli("check", "voltdb", "--profile", str(GOLDEN / f"{PLAIN_MACHINE}.json"),
+                             "--config", str(xml), "--format", "json")
+    assert code == 1, err
+    assert [f["rule"] for f in json.loads(out)["findings"] if f["severity"] == "fail"] == \
+        ["PM090"]
+
+
+@pytest.mark.parametrize("engine,text,words", [
+    ("sqlserver", "memorylimitmb = 4096\n", "mssql.conf line"),
+    ("voltdb", "<deployment><paths>", "not valid XML"),
+    ("voltdb", "<config/>", "not <deployment>"),
+    ("hyrise", "threads = 4\n", "no config file"),
+])
+def test_cli_check_config_bad_files_are_one_line_exit_2(run_cli, tmp_path, engine, text, words):
+    conf = tmp_path / "cfg"
+    conf.write_text(text)
+    code, out, err = run_cli("check", engine, "--profile", str(GOLDEN / f"{PLAIN_MACHINE}.json"),
+                             "--config", str(conf))
+    assert code == EXIT_USAGE and out == ""
+    assert err.count("\n") == 1 and words in err, err
