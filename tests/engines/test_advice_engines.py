@@ -307,3 +307,11 @@ def test_cli_check_config_bad_files_are_one_line_exit_2(run_cli, tmp_path, engin
                              "--config", str(conf))
     assert code == EXIT_USAGE and out == ""
     assert err.count("\n") == 1 and words in err, err
+
+
+def test_cli_config_validate_is_refused_advice_only(run_cli, tmp_path):
+    conf = tmp_path / "mssql.conf"
+    conf.write_text("[memory]\nmemorylimitmb = 4096\n")
+    code, out, err = run_cli("config", "validate", str(conf), "sqlserver")
+    assert code == EXIT_USAGE and out == ""
+    assert err.count("\n") == 1 and "advice only: pmem-advisor does not run SQL Server" in err
