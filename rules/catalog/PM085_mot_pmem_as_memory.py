@@ -5,9 +5,10 @@ PMEM given to it in Memory mode. A21 used PMEM as volatile capacity for MOT's ro
 (memkind pools; failure atomicity out of scope; private OCC copies stay in DDR), and inside
 GaussDB TPC-C ran at almost DDR speed with all tables and indexes on PMEM (A21 §3.2, §4.1,
 Fig. 3). Memory mode "sounds good in theory" but was slow: it adds NUMA accesses no software
-controls (A21 §2). openGauss documents MOT on standard DRAM only (openGauss MOT preparation:
-memory); a stock server reaches PMEM capacity through the kernel: a devdax namespace onlined
-as a CPU-less NUMA node (kmem), which its allocator then uses like any node.
+controls (A21 §2). openGauss plans MOT's memory as standard RAM/DRAM (openGauss MOT
+preparation: memory) and names no PMEM allocator; a stock server reaches PMEM capacity through
+the kernel: a devdax namespace onlined as a CPU-less NUMA node (kmem), which its allocator
+then uses like any node.
 
 Recommendation: devdax namespace (on free region capacity) -> ``daxctl reconfigure-device
 --mode=system-ram``; converting a namespace that holds data destroys it, so that step is
@@ -66,8 +67,8 @@ class MotPmemAsMemory(Rule):
                          "online it as system RAM (daxctl reconfigure-device "
                          "--mode=system-ram <daxX.Y>) and spread allocations (PM086)")]
         out = [Note("info", "pmem as memory",
-                    f"MOT keeps rows and indexes in memory; openGauss documents it on DRAM "
-                    f"only, and A21 extended it to PMEM: {A21}{tail}",
+                    "MOT keeps rows and indexes in memory, which openGauss plans as standard "
+                    f"RAM/DRAM; A21 extended it to PMEM: {A21}{tail}",
                     "online PMEM as a CPU-less NUMA node (kmem); the OS steps say how")]
         out += self._steps(f)
         return out
