@@ -126,6 +126,8 @@ class DuckKnob(Knob):
             lo = render_size(int(self.min or 0))
             hi = "unlimited" if self.max is None else render_size(int(self.max))
             return f"{lo} .. {hi} (bytes; DuckDB text such as 4GiB, 512MB, 80%)"
+        if self.type == "bool":
+            return "true or false"
         return super().describe_range()
 
 

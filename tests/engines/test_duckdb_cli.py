@@ -58,3 +58,16 @@ def test_check_config_file(run_cli, tmp_path):
     code, stdout, err = run_cli("check", "--db", "duckdb", "--config", str(unsafe),
                                 "--data-dir", str(tmp_path))
     assert code == 1 and "PM055" in stdout + err
+
+
+def test_config_render_and_validate(run_cli, duck, tmp_path):
+    out = tmp_path / "duck.sql"
+    code, _, err = run_cli("config", "render", "duckdb", "--set", "threads=2",
+                           "--set", "memory_limit=512MiB", "--out", str(out))
+    assert code == 0, err
+    assert duck.parse_config(out.read_text(), str(out)) == {"threads": "2",
+                                                           "memory_limit": "512MiB"}
+    code, stdout, err = run_cli("config", "validate", str(out), "duckdb")
+    assert code == 0 and "started with all 2 settings" in stdout, err
+    code, _, err = run_cli("config", "render", "duckdb", "--set", "fsync_mode=NONE")
+    assert code == 2 and "risks durability" in err
