@@ -71,7 +71,8 @@ def namespace_mounts(f) -> dict[str, str]:
             continue
         for m in f.profile.get("mounts") or []:
             base = str(m.get("device") or "").rsplit("/", 1)[-1]
-            if base == dev or (base.startswith(dev) and base[len(dev):].lstrip("p").isdigit()):
+            # the device itself or one of its partitions (pmem1p1), never pmem10 for pmem1
+            if base == dev or (base.startswith(dev + "p") and base[len(dev) + 1:].isdigit()):
                 found[str(ns.get("name"))] = str(m.get("mountpoint"))
     return found
 

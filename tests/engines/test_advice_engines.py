@@ -315,3 +315,12 @@ def test_cli_config_validate_is_refused_advice_only(run_cli, tmp_path):
     code, out, err = run_cli("config", "validate", str(conf), "sqlserver")
     assert code == EXIT_USAGE and out == ""
     assert err.count("\n") == 1 and "advice only: pmem-advisor does not run SQL Server" in err
+
+
+def test_namespace_mounts_tells_partitions_from_other_namespaces():
+    from tests.rules.machines import make_profile
+
+    prof = make_profile({"preset": "pmem", "mounts": {
+        "/mnt/pmem0": {"device": "/dev/pmem0p1"}, "/mnt/pmem1": {"device": "/dev/pmem10"}}})
+    assert namespace_mounts(build_facts(prof, engine="sqlserver")) == {
+        "namespace0.0": "/mnt/pmem0"}
