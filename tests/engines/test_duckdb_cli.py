@@ -71,3 +71,27 @@ def test_config_render_and_validate(run_cli, duck, tmp_path):
     assert code == 0 and "started with all 2 settings" in stdout, err
     code, _, err = run_cli("config", "render", "duckdb", "--set", "fsync_mode=NONE")
     assert code == 2 and "risks durability" in err
+
+
+def test_recommend_on_every_captured_machine(duck, tmp_path):
+    """Each capture's recommendation fits --memory 1G worst case; DuckDB opens each distinct
+    set of statements."""
+    from pmem_advisor.cli.recommend import build_recommendation, emit
+    from pmem_advisor.probes.profile import probe
+    from pmem_advisor.probes.sysaccess import SysAccess
+    from tests.probes.machine_builder import build, machine_names
+
+    bodies = {}
+    for name in machine_names():
+        root = build(name, tmp_path / name)
+        mounts = probe(SysAccess(str(root)))["mounts"]
+        pm = next((m["mountpoint"] for m in mounts if m.get("medium") in ("pmem", "cxl")), "/")
+        rec = build_recommendation("duckdb", root=str(root), data_dir=f"{pm.rstrip('/')}/db",
+                                   memory="1G", cpus=2, workload="olap", version=None)
+        text = emit(rec)
+        parsed = duck.parse_config(text, name)
+        assert duck.memory(parsed).total_bytes <= 0.9 * (1 << 30), name
+        body = "\n".join(ln for ln in text.splitlines() if ln.startswith("SET "))
+        bodies.setdefault(body, text)
+    for text in bodies.values():
+        duck.validate_by_starting(text, tmp_path)
