@@ -324,3 +324,19 @@ def test_namespace_mounts_tells_partitions_from_other_namespaces():
         "/mnt/pmem0": {"device": "/dev/pmem0p1"}, "/mnt/pmem1": {"device": "/dev/pmem10"}}})
     assert namespace_mounts(build_facts(prof, engine="sqlserver")) == {
         "namespace0.0": "/mnt/pmem0"}
+
+
+@pytest.mark.parametrize("machine,has_pmem", [(PMEM_MACHINE, True), ("hugepage-pool", False)])
+def test_cli_check_on_the_captured_machine_trees(run_cli, tmp_path, machine, has_pmem):
+    """The same through --root on the captured trees themselves (what the goldens probe)."""
+    from tests.probes.machine_builder import build
+
+    root = build(machine, tmp_path / machine)
+    args = ["--data-dir", "/mnt/pmem0/pgdata", "--wal-dir", "/mnt/pmem1/wal"] if has_pmem else []
+    code, out, err = run_cli("check", "sqlserver", "--root", str(root), *args, "--format", "json")
+    found = json.loads(out)["findings"]
+    rules = {f["rule"] for f in found}
+    if has_pmem:
+        assert code == 1 and {"PM081", "PM082"} <= rules and "PM080" not in rules, (code, err)
+    else:
+        assert code == 0 and not rules & PMEM_ADVICE and "PM080" in rules, (code, err)
