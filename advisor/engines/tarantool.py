@@ -103,8 +103,8 @@ class TarantoolEngine(ServerEngine):
 
         fit_memtx(self, rec, view, budget_bytes)
 
-    def apply_lines(self, path: str, settings: Mapping[str, str], restart: list[str]
-                    ) -> list[str]:
+    def apply_lines(self, path: str, settings: Mapping[str, str], restart: list[str],
+                    flavour: str | None = None) -> list[str]:
         """How a DBA deploys the tuned file (for tune's report)."""
         from pmem_advisor.engines.tarantool_lua import lua_value
 
