@@ -175,3 +175,19 @@ def test_recommend_cli_on_a_captured_machine(run_cli, tmp_path):
     values = parse_box_cfg_values(text, str(out), load())
     assert values["wal_mode"] == "fsync" and values["wal_dir"] == "/mnt/pmem0/tt-wal"
     assert 512 * MB <= values["memtx_memory"] <= 2 * GB
+
+
+def test_check_cli_fails_risky_and_oversized_files(run_cli, tmp_path):
+    bad = tmp_path / "init.lua"
+    bad.write_text("box.cfg{ memtx_memory = 8 * 1024 * 1024 * 1024, wal_mode = 'write',\n"
+                   "         force_recovery = true }\n")
+    code, out, err = run_cli("check", "tarantool", "--config", str(bad), "--data-dir",
+                             "/var/lib/tarantool", "--memory", "4G", "--version", "2.6")
+    assert code == 1, err
+    assert "[PM071] wal_mode" in out and "[PM071] force_recovery" in out
+    assert "[CK004] memory" in out
+    typo = tmp_path / "typo.lua"
+    typo.write_text("box.cfg{ memtx_memory = '1G' }\n")
+    code, out, err = run_cli("check", "tarantool", "--config", str(typo), "--memory", "4G",
+                             "--version", "2.6")
+    assert code == 2 and "memtx_memory = '1G' is a string" in err
