@@ -77,6 +77,13 @@ bench-collect: install
 	  ls benchmarks/scenarios/*.yaml | sed 's|.*/||; s|\.yaml$$||'; exit 2; }
 	$(PY) -m benchmarks.collect $(SCENARIO) $(if $(MINUTES),--minutes $(MINUTES)) $(COLLECT_ARGS)
 
+# The real validation: each arm's budget-10 config of a `make bench` run on the real server.
+.PHONY: bench-validate
+bench-validate: install
+	@test -n "$(SCENARIO)" || { echo "usage: make bench-validate SCENARIO=name"; exit 2; }
+	$(PY) -m benchmarks.validate $(SCENARIO) --results bench-out/results.json \
+	  --out bench-out/validate-$(SCENARIO).json $(VALIDATE_ARGS)
+
 bench-probe: install
 	$(PY) -m benchmarks.probe_bandwidth
 

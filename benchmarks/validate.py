@@ -1,0 +1,224 @@
+"""The real validation of `make bench`: does the surrogate's ranking of the arms hold on the
+real server?
+
+For one scenario of a `make bench` run (its results.json), each arm's final config at a budget
+(default 10: the config the arm observed best within its first 10 trials of one seed; the
+fixed arms answer with their own config) is measured on the real server through the
+scenario's own evaluator (golden copy restored every run, the memory cgroup of its budget),
+interleaved round-robin and repeated. The table puts the surrogate's noise-free value of each
+config beside the real median and says whether the ranking held (Spearman's rank correlation
+of the two; the top arm by each).
+
+    python -m benchmarks.validate pg18-tpcb-disk --results bench-out/results.json
+
+It takes arms x repeats real trials (minutes each): run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks import dataset, surrogate
+from pmem_advisor.tuner.evaluator import Evaluator, TrialConfig
+
+BUDGET = 10
+REPEATS = 5
+# Spearman at or above this over the arms' configs: "the ranking held". Below it the
+# surrogate's ordering is not trusted for this scenario, whatever its held-out R^2 said.
+HELD_SPEARMAN = 0.6
+
+
+@dataclass
+class Candidate:
+    """One config to measure, and the arms that ended on it (identical configs run once)."""
+
+    config: TrialConfig
+    arms: list[str]
+    predicted: float | None = None  # the surrogate's noise-free value
+    runs: list[float | None] = field(default_factory=list)  # None: the run failed
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return json.dumps([self.config.params, self.config.init_params], sort_keys=True,
+                          default=str)
+
+    def median(self) -> float | None:
+        ok = [v for v in self.runs if v is not None]
+        return statistics.median(ok) if ok else None
+
+
+def final_configs(result: dict[str, Any], budget: int, seed: int,
+                  fixed: dict[str, TrialConfig]) -> list[Candidate]:
+    """Each arm's final config at ``budget`` in ``seed``: the best run it observed (what it
+    would hand a DBA); fixed arms (default, rules, ceiling) answer with their own config."""
+    by_key: dict[str, Candidate] = {}
+    arms = [a["arm"] for a in result.get("arms", [])] or sorted(
+        {t["arm"] for t in result.get("trials", [])})
+    for arm in dict.fromkeys(arms):
+        if arm in fixed:
+            config = fixed[arm]
+        else:
+            runs = [t for t in result.get("trials", [])
+                    if t["arm"] == arm and t["seed"] == seed and t["trial"] <= budget
+                    and t.get("ok") and t.get("throughput_tps") is not None]
+            if not runs:
+                continue
+            best = max(runs, key=lambda t: t["throughput_tps"])
+            config = TrialConfig(params=dict(best["params"]),
+                                 init_params=dict(best.get("init_params") or {}))
+        cand = Candidate(config, [arm])
+        if cand.key in by_key:
+            by_key[cand.key].arms.append(arm)
+        else:
+            by_key[cand.key] = cand
+    return list(by_key.values())
+
+
+def measure_interleaved(evaluator: Evaluator, cands: list[Candidate], repeats: int, *,
+                        log: Callable[[str], None] = lambda s: None) -> None:
+    """``repeats`` rounds; each round runs every candidate once, the order rotated by one each
+    round so that no config always runs first (or right after the same neighbour)."""
+    n = len(cands)
+    for rnd in range(repeats):
+        for i in range(n):
+            c = cands[(i + rnd) % n]
+            t0 = time.monotonic()
+            m = evaluator.evaluate(c.config)
+            c.runs.append(m.throughput_tps if m.ok else None)
+            if not m.ok:
+                c.failures.append(" ".join(str(m.failure or "no result").split()))
+            log(f"round {rnd + 1}/{repeats} {'/'.join(c.arms)}: "
+                + (f"{m.throughput_tps:.1f} tps" if m.ok else f"failed: {c.failures[-1]}")
+                + f" ({time.monotonic() - t0:.0f} s)")
+
+
+def agreement(cands: list[Candidate]) -> dict[str, Any]:
+    """Whether the surrogate's ranking held: Spearman of predicted vs real medians, and the
+    top config by each. Candidates without a real median or prediction are left out, said."""
+    both = [c for c in cands if c.median() is not None and c.predicted is not None]
+    out: dict[str, Any] = {"compared": len(both),
+                           "left_out": ["/".join(c.arms) for c in cands if c not in both]}
+    if len(both) < 3:
+        out.update(spearman=None, held=None,
+                   text=f"only {len(both)} configs measured on both: no ranking to compare")
+        return out
+    rho = surrogate.spearman([c.predicted for c in both], [c.median() for c in both])
+    top_pred = max(both, key=lambda c: c.predicted)
+    top_real = max(both, key=lambda c: c.median())
+    held = rho >= HELD_SPEARMAN
+    out.update(spearman=rho, held=held, top_predicted="/".join(top_pred.arms),
+               top_real="/".join(top_real.arms),
+               text=(f"the surrogate's ranking {'held' if held else 'did NOT hold'} "
+                     f"(Spearman {rho:.2f} over {len(both)} configs, held at >= "
+                     f"{HELD_SPEARMAN}); top by the surrogate: {'/'.join(top_pred.arms)}, "
+                     f"on the real server: {'/'.join(top_real.arms)}"))
+    return out
+
+
+def table(cands: list[Candidate], default_median: float | None) -> str:
+    lines = ["| arm(s) | surrogate (noise-free) | real median | real min-max | x default "
+             "| failed |", "|---|---|---|---|---|---|"]
+    for c in sorted(cands, key=lambda c: -(c.median() or 0)):
+        ok = [v for v in c.runs if v is not None]
+        med = c.median()
+        lines.append(
+            f"| {'/'.join(c.arms)} | "
+            + (f"{c.predicted:,.1f}" if c.predicted is not None else "-") + " | "
+            + (f"{med:,.1f}" if med is not None else "-") + " | "
+            + (f"{min(ok):,.1f}-{max(ok):,.1f}" if ok else "-") + " | "
+            + (f"{med / default_median:.2f}x" if med and default_median else "-")
+            + f" | {len(c.failures)}/{len(c.runs)} |")
+    return "\n".join(lines)
+
+
+def validate(result: dict[str, Any], data: surrogate.ScenarioData, evaluator: Evaluator, *,
+             budget: int = BUDGET, seed: int = 0, repeats: int = REPEATS,
+             log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """The whole validation on ``evaluator`` (the real server, or a stand-in in tests)."""
+    fixed = {k: c for k in ("default", "rules", "ceiling")
+             if (c := data.fixed_config(k)) is not None}
+    fixed.setdefault("default", TrialConfig())
+    cands = final_configs(result, budget, seed, fixed)
+    x, y = data.training()
+    fitted = surrogate.fit(x, y, seed=0)
+    if fitted.model is not None:
+        model = surrogate.SurrogateEvaluator(data, fitted, seed=seed)
+        for c in cands:
+            c.predicted = model.expected(c.config)
+    measure_interleaved(evaluator, cands, repeats, log=log)
+    default = next((c for c in cands if "default" in c.arms), None)
+    verdict = agreement(cands)
+    return {"scenario": data.name, "budget": budget, "seed": seed, "repeats": repeats,
+            "agreement": verdict,
+            "table": table(cands, default.median() if default else None),
+            "configs": [{"arms": c.arms, "params": c.config.params,
+                         "init_params": c.config.init_params, "predicted": c.predicted,
+                         "runs": c.runs, "failures": c.failures} for c in cands]}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.validate", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("scenario", help="a scenario name (benchmarks/scenarios/NAME.yaml)")
+    p.add_argument("--results", default="bench-out/results.json",
+                   help="the results.json of a `make bench` run that covered the scenario")
+    p.add_argument("--budget", type=int, default=BUDGET)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=REPEATS)
+    p.add_argument("--data-dir", default=str(dataset.DATA_DIR))
+    p.add_argument("--out", help="write the validation as JSON here")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks import collect
+    from benchmarks import scenario as scenarios
+    from pmem_advisor.errors import AdvisorError, UsageError
+
+    args = parse_args(argv)
+    try:
+        if args.budget < 1 or args.repeats < 3:
+            raise UsageError("--budget must be >= 1 and --repeats >= 3 (a median of fewer "
+                             "runs says nothing on a noisy machine)")
+        try:
+            results = json.loads(Path(args.results).read_text())
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"cannot read {args.results}: {exc}; run `make bench` first"
+                             ) from None
+        result = next((r for r in results.get("scenarios", results.get("results", []))
+                       if r.get("name") == args.scenario), None)
+        if result is None:
+            raise UsageError(f"{args.results} has no scenario {args.scenario!r}")
+        data = surrogate.load_scenario(args.scenario, Path(args.data_dir))
+        ctx = collect.open_real(scenarios.get(args.scenario),
+                                log=lambda s: print(s, file=sys.stderr, flush=True))
+        try:
+            out = validate(result, data, ctx.evaluator, budget=args.budget, seed=args.seed,
+                           repeats=args.repeats,
+                           log=lambda s: print(s, file=sys.stderr, flush=True))
+        finally:
+            ctx.close()
+    except AdvisorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    if ctx.scenario.emulated_pmem:  # the caveat reaches every output
+        out["notes"] = [collect.EMULATION_NOTE]
+        print(f"note: {collect.EMULATION_NOTE}", file=sys.stderr)
+    print(out["table"])
+    print(out["agreement"]["text"])
+    if args.out:
+        dataset.write_json(Path(args.out), out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

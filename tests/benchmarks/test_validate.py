@@ -1,0 +1,88 @@
+"""The real validation of `make bench`: each arm's final config picked from the run, measured
+interleaved and repeated, and the surrogate's ranking compared with what was measured (here on
+the synthetic server, which plays the real one)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import surrogate, validate
+from pmem_advisor.tuner.evaluator import TrialConfig
+
+from .synthetic import SyntheticEvaluator, make_dataset
+
+
+def _trial(arm, seed, n, tps, **params):
+    return {"arm": arm, "seed": seed, "trial": n, "ok": True, "throughput_tps": tps,
+            "params": params, "init_params": {}}
+
+
+RESULT = {"name": "syn-pg", "arms": [{"arm": a} for a in ("default", "rules", "tpe", "random",
+                                                          "smac")],
+          "trials": [
+              _trial("tpe", 0, 1, 1100.0, x=40, y=20.0, mode="a"),
+              _trial("tpe", 0, 3, 1500.0, x=70, y=30.0, mode="b"),   # its best within 10
+              _trial("tpe", 0, 11, 9999.0, x=1, y=1.0, mode="a"),    # after the budget
+              _trial("tpe", 1, 2, 9999.0, x=2, y=2.0, mode="a"),     # another seed
+              _trial("random", 0, 2, 1200.0, x=5, y=90.0, mode="a"),
+              _trial("smac", 0, 4, 1500.0, x=70, y=30.0, mode="b"),  # same config as tpe
+          ]}
+
+
+def test_final_configs_are_each_arms_best_within_the_budget_once_per_config():
+    fixed = {"default": TrialConfig(), "rules": TrialConfig(params={"x": 50})}
+    cands = validate.final_configs(RESULT, budget=10, seed=0, fixed=fixed)
+    by_arms = {"/".join(c.arms): c.config.params for c in cands}
+    assert by_arms == {"default": {}, "rules": {"x": 50},
+                       "tpe/smac": {"x": 70, "y": 30.0, "mode": "b"},
+                       "random": {"x": 5, "y": 90.0, "mode": "a"}}
+
+
+def test_runs_are_interleaved_and_rotated():
+    ev = SyntheticEvaluator(noise=0)
+    cands = [validate.Candidate(TrialConfig(params={"x": x}), [f"a{x}"]) for x in (10, 40, 70)]
+    validate.measure_interleaved(ev, cands, repeats=3)
+    order = [c.params["x"] for c in ev.calls]
+    assert order == [10, 40, 70, 40, 70, 10, 70, 10, 40]
+    assert all(len(c.runs) == 3 for c in cands)
+
+
+def test_a_failed_run_is_counted_and_said():
+    ev = SyntheticEvaluator(noise=0, fail_above=60)
+    cands = [validate.Candidate(TrialConfig(params={"x": x}), [f"a{x}"]) for x in (10, 70)]
+    validate.measure_interleaved(ev, cands, repeats=3)
+    assert cands[1].median() is None and len(cands[1].failures) == 3
+    assert "too large" in cands[1].failures[0]
+    assert "0/3" in validate.table(cands, cands[0].median()).splitlines()[2]
+
+
+def test_the_ranking_holds_on_a_learnable_server_and_fails_when_the_server_disagrees(
+        tmp_path):
+    make_dataset(tmp_path, rows=60)
+    data = surrogate.load_scenario("syn-pg", tmp_path)
+    out = validate.validate(RESULT, data, SyntheticEvaluator(seed=1, noise=0.01), repeats=3)
+    a = out["agreement"]
+    assert a["held"] is True and a["spearman"] >= validate.HELD_SPEARMAN, a
+    assert a["top_real"] == a["top_predicted"] == "tpe/smac"
+    assert "held" in a["text"] and "| tpe/smac |" in out["table"]
+
+    class Upside(SyntheticEvaluator):  # a server whose optimum the surrogate never saw
+        def true_tps(self, config):
+            return 3000.0 - super().true_tps(config)
+
+    out = validate.validate(RESULT, data, Upside(seed=1, noise=0.01), repeats=3)
+    assert out["agreement"]["held"] is False and "did NOT hold" in out["agreement"]["text"]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    assert validate.main(["syn-pg", "--results", str(tmp_path / "none.json")]) == 2
+    assert validate.main(["syn-pg", "--repeats", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("error: ") for line in err)
+
+
+@pytest.mark.parametrize("n", [0, 2])
+def test_too_few_configs_is_no_ranking(n):
+    cands = [validate.Candidate(TrialConfig(params={"x": i}), [f"a{i}"], predicted=float(i),
+                                runs=[float(i)]) for i in range(n)]
+    assert validate.agreement(cands)["held"] is None
