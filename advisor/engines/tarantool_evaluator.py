@@ -46,7 +46,10 @@ class TarantoolEvaluator(ManagedEvaluator):
             self._phase("initialise and load (once per golden copy)")
             inst.initialize()
             self.initialisations += 1
-            inst.start("box.cfg{wal_mode = 'write'}\n")  # the load itself need not be durable
+            # the load need not be durable; its arena must hold the data with room to spare
+            arena = max(256 << 20, int((self.workload.data_bytes(self.scale) or 0) * 1.5))
+            arena = -(-arena // (64 << 20)) * (64 << 20)
+            inst.start(f"box.cfg{{wal_mode = 'write', memtx_memory = {arena}}}\n")
             self.workload.load(inst.conninfo, self.scale)
             inst.snapshot(GOLDEN)  # stops the server cleanly: .snap + .xlog kept
         self._phase("restore")

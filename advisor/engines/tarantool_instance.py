@@ -33,6 +33,7 @@ from pmem_advisor.instances.discovery import ServerBinary
 CONFIG_FILE = "box.cfg.lua"
 WRAPPER_FILE = "instance.lua"
 SOCKET_NAME = "tarantool.sock"
+READY_NAME = "ready"  # written by the wrapper once box.cfg has returned
 PACKAGE_HINT = "apt-get install tarantool"
 FALLBACK_PATHS = ("/usr/bin/tarantool", "/usr/local/bin/tarantool")
 _VERSION = re.compile(r"^Tarantool\s+(\d+\.\d+\.\d+)")
@@ -94,6 +95,10 @@ class TarantoolInstance(Instance):
         return self.socket_dir / SOCKET_NAME
 
     @property
+    def ready_path(self) -> Path:
+        return self.socket_dir / READY_NAME
+
+    @property
     def server_path(self) -> Path:
         return self.bindir / "tarantool"
 
@@ -134,10 +139,14 @@ class TarantoolInstance(Instance):
             "    -- reachable only through the socket in a 0700 directory",
             "    box.schema.user.grant('guest', 'super')",
             "end)",
+            "-- box.cfg returned: recovery is done (Tarantool listens before it has finished)",
+            f"local ready = io.open({lua_quote(self.ready_path)}, 'w')",
+            "ready:close()",
             "",
         ])
 
     def _write_config(self, config_text: str) -> None:
+        self.ready_path.unlink(missing_ok=True)  # the next start writes it again
         write_file_safely(self.home / CONFIG_FILE, config_text or "box.cfg{}\n", backup=False)
         write_file_safely(self.home / WRAPPER_FILE, self._wrapper(), backup=False)
         if self.user.privileged:
@@ -148,7 +157,7 @@ class TarantoolInstance(Instance):
         return [str(self.server_path), str(self.home / WRAPPER_FILE)]
 
     def _ready(self) -> bool:
-        if not self.socket_path.exists():
+        if not (self.ready_path.exists() and self.socket_path.exists()):
             return False
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:

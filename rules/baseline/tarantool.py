@@ -53,9 +53,13 @@ class TarantoolBaseline(Rule):
                 f"memtx keeps all data in RAM: {SHARE:.0%} of the {human_bytes(f.memory_bytes)}"
                 f" budget less vinyl quotas, runtime and {connections(f)} connections' buffers"),
             # the tuner searches below the fitted arena, never above it (the worst case must
-            # fit the budget) nor so low that the slab classes of 1 KB tuples starve
-            Bound("memtx_memory", lo=Bytes(max(64 * MB, arena // 4)), hi=Bytes(arena),
-                  reason="at most the arena that fits the budget; at least a quarter of it"),
+            # fit the budget) nor so low that tune's data (a quarter of the budget) cannot fit
+            Bound("memtx_memory", lo=Bytes(max(64 * MB, arena * 3 // 4)), hi=Bytes(arena),
+                  reason="at most the arena that fits the budget; at least 3/4 of it"),
+            # requests here are ~1 KB records: a read buffer beyond 1 MB only costs memory
+            # per connection (the worst case counts two of them per connection)
+            Bound("readahead", lo=Bytes(16320), hi=Bytes(1 * MB),
+                  reason="requests of ~1 KB records; larger buffers only cost memory"),
             Set("wal_mode", "fsync",
                 "durable commits: Tarantool's default 'write' has no fsync and loses committed "
                 "transactions on power loss"),
