@@ -24,7 +24,7 @@ PMEM_MACHINE = "interleaved-2s-fsdax"  # 2 sockets, fsdax pmem0/pmem1 mounted wi
 PLAIN_MACHINE = "this-vm"  # 1 socket, no PMEM, no CXL
 # the rules that give PMEM advice (PM080 states the conditions; PM084 sizes memory anywhere)
 PMEM_ADVICE = {"PM081", "PM082", "PM083", "PM085", "PM086", "PM087", "PM088", "PM089",
-               "PM090"}
+               "PM090", "PM091"}
 # per engine: (rule, a citation its findings carry, words of the finding) on the PMEM machine
 EXPECTED = {
     "sqlserver": [("PM081", "K23 Table 5", "406/663/328/173/133"),
