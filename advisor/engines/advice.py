@@ -1,7 +1,7 @@
 """Advice-only engines (SQL Server, openGauss MOT, Hyrise, VoltDB): findings, OS steps and a
 commented snippet; pmem-advisor never runs, tunes or validates them.
 
-Their rules are rules/catalog/PM080-PM090 (``Rule.engines = (name,)``). The knob catalog is
+Their rules are rules/catalog/PM080-PM091 (``Rule.engines = (name,)``). The knob catalog is
 empty: the papers name no knob of these engines that a catalog could bound safely, and the few
 vendor settings the rules recommend (mssql-conf ``memory.memorylimitmb``, trace flags,
 VoltDB's deployment.xml paths) travel as OS steps. ``emit`` writes those steps as a snippet
