@@ -126,7 +126,7 @@ class RocksDBEngine(Engine):
         if writes:
             out.append("  write options are per write, not in the file: set "
                        + ", ".join(f"WriteOptions.{'disableWAL' if k == 'disable_wal' else k}"
-                                   f" = {settings[k]}" for k in writes)
+                                   f" = {_cpp_bool(settings[k])}" for k in writes)
                        + " in the application")
         out.append("  the block cache is created by the application: "
                    "BlockBasedTableOptions.block_cache with the block_cache capacity")
@@ -171,6 +171,13 @@ class RocksDBEngine(Engine):
         return RocksDBEvaluator(self, binary, workload, scale=scale, clients=clients,
                                 duration=duration, warmup=warmup, data_dir=data_dir,
                                 workdir=workdir, catalog=catalog, cgroup=cgroup)
+
+
+def _cpp_bool(text: str) -> str:
+    """A rendered bool ("on", "true", "1") as the application's C++ spells it."""
+    low = str(text).strip().lower()
+    return {"on": "true", "1": "true", "yes": "true", "off": "false", "0": "false",
+            "no": "false"}.get(low, low)
 
 
 class _Values:
