@@ -121,6 +121,13 @@ class DuckKnob(Knob):
             return "true" if value else "false"
         return super().render(value)
 
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        if self.default_text:  # DuckDB's own wording of a host-derived default
+            here = "" if self.default is None else f" ({self.render(self.default)} here)"
+            out["default_text"] = self.default_text + here
+        return out
+
     def describe_range(self) -> str:
         if self.type == "size":
             lo = render_size(int(self.min or 0))
