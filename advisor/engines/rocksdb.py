@@ -92,7 +92,7 @@ class RocksDBEngine(Engine):
     def fit_memory(self, rec: Any, view: Any, budget_bytes: int) -> None:
         """Shrink the block cache first (it only caches), then the memtables."""
         from pmem_advisor.rules.fit import _put
-        from pmem_advisor.rules.memory import gib
+        from pmem_advisor.rules.model import human_bytes
 
         def estimate():
             return self.memory({s.name: s.value for s in rec.settings}, catalog=view.catalog)
@@ -105,8 +105,8 @@ class RocksDBEngine(Engine):
         new = max(8 * MB, (budget_bytes - rest) // MB * MB)
         if new < cache:
             _put(rec, view, "block_cache", Bytes(new),
-                 f"lowered from {gib(cache)} so the worst case fits the "
-                 f"{gib(budget_bytes)} budget")
+                 f"lowered from {human_bytes(cache)} so the worst case fits the "
+                 f"{human_bytes(budget_bytes)} budget")
         est = estimate()
         if est.total_bytes > budget_bytes:
             s = rec.setting("write_buffer_size")

@@ -102,3 +102,18 @@ def test_check_fails_durability_risks(run_cli, tmp_path, shm_dir):
     assert code == 1, err
     assert "fail [PM067] manual_wal_flush" in out + err
     assert "fail [PM067] wal_recovery_mode" in out + err
+
+
+def test_small_budget_is_fitted(run_cli, tmp_path):
+    """Block cache first, then the memtables: the worst case fits 90% of a 64 MB budget."""
+    import json
+
+    code, out, err = run_cli("recommend", "rocksdb", "--data-dir", str(tmp_path),
+                             "--medium", "ssd", "--memory", "64M", "--version", "7.8.3",
+                             "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    data = doc.get("data", doc)
+    assert data["memory"]["total_bytes"] <= 0.9 * (64 << 20)
+    reasons = " ".join(str(s.get("reason")) for s in data["settings"])
+    assert "MEM-FIT" in reasons and "so the worst case fits" in reasons
