@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
@@ -14,7 +14,7 @@ from rich.text import Text
 from pmem_advisor.report.config_file import render_value
 from pmem_advisor.tuner.evaluator import TrialConfig
 from pmem_advisor.tuner.space import SearchSpace
-from pmem_advisor.tuner.tuner import Observer
+from pmem_advisor.tuner.tuner import Observer, measured
 
 MAX_DIFF = 6
 
@@ -120,7 +120,7 @@ class LiveProgress(Observer):
         self._show()
 
     def _result(self, t: FrozenTrial) -> str:
-        if t.state != TrialState.COMPLETE:
+        if measured(t) is None:
             return f"[red]failed[/]: {escape(str(t.user_attrs.get('failure', '?')))}"
         tps, p95 = t.user_attrs.get("throughput_tps"), t.user_attrs.get("latency_p95_ms")
         text = f"{tps:.1f} tps" if tps is not None else "n/a"
@@ -131,7 +131,7 @@ class LiveProgress(Observer):
     def trial_finished(self, trial: FrozenTrial, best: FrozenTrial | None) -> None:
         self._stop_status()
         self._phase = None
-        best_text = (f"best: trial {best.number} = {best.value:.1f}"
+        best_text = (f"best: trial {best.number} = {measured(best):.1f}"
                      if best is not None else "best: none yet")
         self.console.print(
             f"trial {trial.number:>3} {escape(self._diffs.get(trial.number, ''))}: "

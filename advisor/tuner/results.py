@@ -24,7 +24,9 @@ from pmem_advisor.tuner.tuner import (
     INTERRUPTED_ATTR,
     METRIC_ATTRS,
     REMEASURE_ATTR,
+    as_complete,
     feasible,
+    measured,
 )
 from pmem_advisor.tuner.verdict import (
     CLAIM_FAILURE_ATTR,
@@ -44,9 +46,10 @@ END_ATTR = "pmem_advisor.end"  # why the last run ended (TUNE-B: done|budget|int
 
 
 def measured_trials(study: optuna.Study) -> list[FrozenTrial]:
-    """Completed trials of the search and baselines (not the verdict trial)."""
-    return [t for t in study.get_trials(deepcopy=False)
-            if t.state == TrialState.COMPLETE and not is_verdict(t)]
+    """Measured trials of the search and baselines (not the verdict trial), as COMPLETE
+    copies whose value is their one run (they are stored PRUNED: see tuner.MEASURED_STEP)."""
+    return [as_complete(t) for t in study.get_trials(deepcopy=False)
+            if measured(t) is not None and not is_verdict(t)]
 
 
 def knob_importance(study: optuna.Study, seed: int = 0) -> dict[str, float]:
@@ -176,14 +179,14 @@ def failures(study: optuna.Study, verdict: dict[str, Any] | None) -> list[dict[s
 def optuna_best(study: optuna.Study, verdict: dict[str, Any] | None) -> dict[str, Any] | None:
     """What Optuna (and optuna-dashboard) call the best trial, and whether it is the verdict's.
 
-    The verdict trial carries the emitted config's repeated median as its value, so it is
-    Optuna's best whenever no single search run beat that median. A lucky single run can: a
-    finished trial's value cannot be changed afterwards, and hiding the search runs from
-    Optuna would blind its sampler, so the disagreement is said instead of hidden.
+    Search runs are stored PRUNED (tuner.MEASURED_STEP) and the verdict trial COMPLETE with the
+    emitted config's repeated median, so the verdict trial is Optuna's best by construction.
+    A study begun before that (search runs as COMPLETE values) can still disagree: then it is
+    said, never hidden. None before any verdict (nothing is COMPLETE yet).
     """
     try:
         bt = study.best_trial
-    except ValueError:  # nothing completed
+    except ValueError:  # no verdict yet
         return None
     agrees = is_verdict(bt) and bool(verdict) and verdict.get("claim_trial") == bt.number
     out = {"trial": bt.number, "value": bt.value, "role": bt.user_attrs.get(ROLE_ATTR),
@@ -227,10 +230,10 @@ def summarize(study: optuna.Study) -> dict[str, Any]:
         "objective": objective,
         "latency_slo_ms": slo,
         "study": study.study_name,
-        "trials_completed": sum(t.state == TrialState.COMPLETE for t in trials),
+        "trials_completed": sum(measured(t) is not None for t in trials),
         "trials_failed": sum(f["phase"] == "search" for f in fails),
         "runs_failed": len(fails),
-        "trials_infeasible": sum(t.state == TrialState.COMPLETE and not feasible(t, slo)
+        "trials_infeasible": sum(measured(t) is not None and not feasible(t, slo)
                                  for t in trials),
         "verdict": verdict,
         "best": entries.get(emit) if emit else None,

@@ -6,6 +6,7 @@ GP samplers read it from there, the others ignore it (the tuner still ranks by f
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import warnings
 from typing import Any
@@ -46,16 +47,62 @@ def make_sampler(name: str, *, seed: int | None, n_trials: int,
                 raise CapabilityMissing(
                     "the gp sampler needs PyTorch", hint="pip install torch, or use --sampler tpe"
                 )
-            return optuna.samplers.GPSampler(seed=seed, n_startup_trials=startup)
+            return MeasuredView(optuna.samplers.GPSampler(seed=seed, n_startup_trials=startup))
         if name == "cmaes":
             if importlib.util.find_spec("cmaes") is None:
                 raise CapabilityMissing(
                     "the cmaes sampler needs the cmaes package", hint="pip install cmaes"
                 )
-            return optuna.samplers.CmaEsSampler(
-                seed=seed, n_startup_trials=startup, warn_independent_sampling=False
-            )
+            # its search space ignores PRUNED trials even with consider_pruned_trials: a view
+            return MeasuredView(optuna.samplers.CmaEsSampler(
+                seed=seed, n_startup_trials=startup, warn_independent_sampling=False))
     raise UsageError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}")
+
+
+class MeasuredView(optuna.samplers.BaseSampler):
+    """A sampler that reads only COMPLETE trials (GP, CMA-ES) sees the search runs, which the tuner
+    stores PRUNED with their run at tuner.MEASURED_STEP, as COMPLETE trials of that value.
+    Writes (before/after trial) go to the real study."""
+
+    def __init__(self, inner: optuna.samplers.BaseSampler) -> None:
+        self._inner = inner
+
+    @staticmethod
+    def _view(study: optuna.Study) -> optuna.Study:
+        from pmem_advisor.tuner.tuner import as_complete, measured
+
+        real = study
+
+        def get(deepcopy: bool = True, states: Any = None, use_cache: bool = False
+                ) -> list[optuna.trial.FrozenTrial]:
+            trials = [as_complete(t) if measured(t) is not None else t
+                      for t in real._get_trials(deepcopy=deepcopy, states=None,
+                                                use_cache=use_cache)]
+            return [t for t in trials if states is None or t.state in states]
+
+        view = copy.copy(study)
+        view._get_trials = get  # type: ignore[method-assign]
+        view.get_trials = lambda deepcopy=True, states=None: get(deepcopy, states)  # type: ignore[method-assign]
+        return view
+
+    def infer_relative_search_space(self, study, trial):
+        return self._inner.infer_relative_search_space(self._view(study), trial)
+
+    def sample_relative(self, study, trial, search_space):
+        return self._inner.sample_relative(self._view(study), trial, search_space)
+
+    def sample_independent(self, study, trial, param_name, param_distribution):
+        return self._inner.sample_independent(self._view(study), trial, param_name,
+                                              param_distribution)
+
+    def before_trial(self, study, trial):
+        self._inner.before_trial(study, trial)
+
+    def after_trial(self, study, trial, state, values):
+        self._inner.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self._inner.reseed_rng()
 
 
 # ------------------------------------------------------------------ rule-centred search
@@ -103,13 +150,16 @@ class TrustRegionSampler(optuna.samplers.BaseSampler):
 
     # -- Optuna's sampler interface ------------------------------------------------------
     def infer_relative_search_space(self, study, trial):
-        return optuna.search_space.IntersectionSearchSpace().calculate(study)
+        # search runs are stored PRUNED (tuner.MEASURED_STEP): they define the space too
+        return optuna.search_space.IntersectionSearchSpace(include_pruned=True).calculate(study)
 
     def sample_relative(self, study, trial, search_space):
+        from pmem_advisor.tuner.tuner import as_complete, measured
+
         if not search_space:
             return {}  # trial 0: sample_independent gives the centre
-        done = [t for t in study.get_trials(deepcopy=False)
-                if t.state == optuna.trial.TrialState.COMPLETE]
+        done = [as_complete(t) for t in study.get_trials(deepcopy=False)
+                if measured(t) is not None]
         warm = trial.number - 1
         if 0 <= warm < len(self.warm):
             return {n: self._valid(n, d, self.warm[warm].get(n, self.centre.get(n)))

@@ -612,9 +612,9 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
 
 
 def _any_success(study: optuna.Study) -> bool:
-    from optuna.trial import TrialState
+    from pmem_advisor.tuner.tuner import measured
 
-    return any(t.state == TrialState.COMPLETE for t in study.get_trials(deepcopy=False))
+    return any(measured(t) is not None for t in study.get_trials(deepcopy=False))
 
 
 def _first_failure(study: optuna.Study, reason: str) -> str:

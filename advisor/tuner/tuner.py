@@ -6,6 +6,7 @@ re-measurements as a study attribute, so a report can be rebuilt from the study 
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 import socket
@@ -100,12 +101,40 @@ def measurement_attrs(m: Measurement) -> dict[str, Any]:
 # Trials the final phase stores (the verdict, for optuna-dashboard) are not search trials.
 OUTSIDE_BUDGET_ROLES = frozenset({"verdict"})
 
+# A search (or baseline) trial ends PRUNED with its one run reported at this step; only the
+# verdict trial ends COMPLETE, with the emitted config's repeated median. So Optuna's best
+# trial, the one optuna-dashboard shows, is always the verdict's: a lucky single run cannot
+# outrank the repeated median (issue 12). The samplers still learn from every run: TPE and
+# CMA-ES rank pruned trials by that value, GP sees them through samplers.MeasuredView. Studies
+# made before this stored runs as COMPLETE values: ``measured`` reads both.
+MEASURED_STEP = 0
+
+
+def measured(t: FrozenTrial) -> float | None:
+    """A trial's measured objective: its one run (PRUNED at MEASURED_STEP), or the value of a
+    COMPLETE trial (the verdict's median; a search run of an older study). None otherwise."""
+    if t.state == TrialState.COMPLETE:
+        return t.value
+    if t.state == TrialState.PRUNED:
+        return t.intermediate_values.get(MEASURED_STEP)
+    return None
+
+
+def as_complete(t: FrozenTrial) -> FrozenTrial:
+    """A copy of a measured trial as COMPLETE with its run as the value: what Optuna's own
+    tools (importance, GP) read. The stored trial is not changed."""
+    if t.state == TrialState.COMPLETE or measured(t) is None:
+        return t
+    c = copy.copy(t)
+    c.state, c.value = TrialState.COMPLETE, measured(t)
+    return c
+
 
 def counted(t: FrozenTrial) -> bool:
     """Trials that use up the budget: measured ones and configs the server refused."""
     if t.user_attrs.get(ROLE_ATTR) in OUTSIDE_BUDGET_ROLES:
         return False
-    if t.state == TrialState.COMPLETE:
+    if measured(t) is not None:
         return True
     return t.state == TrialState.FAIL and bool(t.user_attrs.get(FAILURE_ATTR))
 
@@ -122,7 +151,7 @@ def claimed(t: FrozenTrial) -> bool:
 
 
 def feasible(t: FrozenTrial, slo_ms: float | None) -> bool:
-    if t.state != TrialState.COMPLETE:
+    if measured(t) is None:
         return False
     if slo_ms is None:
         return True
@@ -136,7 +165,7 @@ def best_trial(study: optuna.Study, slo_ms: float | None = None) -> FrozenTrial 
     if not done:
         return None
     sign = 1 if study.direction == optuna.study.StudyDirection.MAXIMIZE else -1
-    return max(done, key=lambda t: sign * t.value)
+    return max(done, key=lambda t: sign * measured(t))
 
 
 def trial_config(space: SearchSpace, params: dict[str, Any], role: str) -> TrialConfig:
@@ -384,7 +413,8 @@ class Tuner:
         trial.set_user_attr("feasible", slo is None or (p95 is not None and p95 <= slo))
         if slo is not None:  # feasible when <= 0
             trial.set_constraint(SLO_CONSTRAINT, float("inf") if p95 is None else p95 - slo)
-        self.study.tell(trial, float(value))
+        trial.report(float(value), MEASURED_STEP)  # one run: never Optuna's best (see above)
+        self.study.tell(trial, state=TrialState.PRUNED)
 
     def _queue_init_combo(self) -> None:
         """Cost grouping: pin the reinit knobs of the next search trial to one golden copy."""
@@ -407,8 +437,8 @@ class Tuner:
             sign = 1 if self.study.direction == optuna.study.StudyDirection.MAXIMIZE else -1
 
             def score(c: dict[str, Any]) -> float:
-                vals = [sign * t.value for t in per_combo.get(tuple(c.values()), [])
-                        if t.state == TrialState.COMPLETE]
+                vals = [sign * measured(t) for t in per_combo.get(tuple(c.values()), [])
+                        if measured(t) is not None]
                 return max(vals, default=float("-inf"))
 
             chosen = max(combos, key=score)

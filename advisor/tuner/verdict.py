@@ -192,17 +192,17 @@ def finalists(study: optuna.Study, slo_ms: float | None) -> dict[str, FrozenTria
     """role -> trial: the best search trial by its single run, and the first measured
     rules-only and defaults trials; only configs within the latency SLO (one over it is never
     emitted)."""
-    from pmem_advisor.tuner.tuner import feasible
+    from pmem_advisor.tuner.tuner import feasible, measured
 
     trials = [t for t in study.get_trials(deepcopy=False) if not is_verdict(t)]
     sign = 1 if study.direction == optuna.study.StudyDirection.MAXIMIZE else -1
     out: dict[str, FrozenTrial] = {}
     search = [t for t in trials if t.user_attrs.get(ROLE_ATTR) == "search" and feasible(t, slo_ms)]
     if search:
-        out["tuned"] = max(search, key=lambda t: sign * t.value)
+        out["tuned"] = max(search, key=lambda t: sign * measured(t))
     for role in ("rules", "default"):
         base = next((t for t in trials if t.user_attrs.get(ROLE_ATTR) == role
-                     and t.state == TrialState.COMPLETE), None)
+                     and measured(t) is not None), None)
         if base is not None and feasible(base, slo_ms):
             out[role] = base
     return out

@@ -16,6 +16,8 @@ import psutil
 import pytest
 from optuna.trial import TrialState
 
+from pmem_advisor.tuner.tuner import measured
+from pmem_advisor.tuner.verdict import is_verdict
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.server
@@ -128,7 +130,7 @@ def test_kill_mid_trial_then_resume(shm_dir, tmp_path):
     _, err = p.communicate(timeout=120)
     assert p.returncode == 130, err
     assert "--resume" in err and not servers_using(shm_dir)
-    done = [t.number for t in _study(out).get_trials() if t.state == TrialState.COMPLETE]
+    done = [t.number for t in _study(out).get_trials() if measured(t) is not None]
     assert done == [0]
     # SIGTERM mid-trial (issue 17 item 7): like Ctrl-C, exit 143, the trial failed with why.
     p = subprocess.Popen([*cmd, "--resume"], cwd=REPO, stderr=subprocess.PIPE, text=True,
@@ -157,7 +159,7 @@ def test_kill_mid_trial_then_resume(shm_dir, tmp_path):
     assert not servers_using(shm_dir)
     assert not list(scratch.glob("pmem-advisor-tune-*"))
     trials = _study(out).get_trials()
-    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    complete = [t for t in trials if measured(t) is not None and not is_verdict(t)]
     assert [t.number for t in complete][:1] == done  # nothing completed was lost
     assert len(complete) >= 4 - sum(1 for t in trials if t.user_attrs.get("failure"))
     assert {t.user_attrs["role"] for t in complete} >= {"default", "rules"}

@@ -14,7 +14,9 @@ from pmem_advisor.tuner.tuner import (
     TuneOptions,
     Tuner,
     counted,
+    measured,
 )
+from pmem_advisor.tuner.verdict import is_verdict
 from tests.tuner.conftest import META
 from tests.tuner.synthetic import FAIL_ABOVE, SyntheticEvaluator
 
@@ -37,7 +39,7 @@ def test_baselines_first_then_search(study_factory, space):
     assert ev.calls[1].params["effective_io_concurrency"] == 200  # base rule setting
     assert ev.calls[1].init_params == {"wal_segment_size": 64}
     assert {t.user_attrs["role"] for t in trials[2:]} - {"verdict"} == {"search"}
-    assert len([t for t in trials if t.state == TrialState.COMPLETE]) >= 10
+    assert len([t for t in trials if measured(t) is not None and not is_verdict(t)]) >= 10
     # Cost grouping: at most 3 golden copies, and search trials run in blocks per copy.
     inits = [c.init_key() for c in ev.calls[:14]]  # the search (re-measurement interleaves)
     assert len(set(inits)) <= 3
@@ -121,14 +123,14 @@ def test_interrupt_then_resume_loses_nothing(study_factory, space):
     # The rules-only trial was interrupted: it is failed, marked, and queued again.
     t1 = study.get_trials()[1]
     assert t1.state == TrialState.FAIL and "KeyboardInterrupt" in t1.user_attrs["interrupted"]
-    done_before = [t.number for t in study.get_trials() if t.state == TrialState.COMPLETE]
+    done_before = [t.number for t in study.get_trials() if measured(t) is not None]
     study2, space2 = study_factory(None, resume=True)
     assert space2 == space
     ev = SyntheticEvaluator()
     run(study2, space2, ev, trials=5, repeats=0)
     assert ev.calls[0].params["shared_buffers"] == 262144  # the rules trial ran again first
     trials = study2.get_trials()
-    assert [t.number for t in trials if t.state == TrialState.COMPLETE][:1] == done_before
+    assert [t.number for t in trials if measured(t) is not None][:1] == done_before
     # The synthetic server refuses some sampled configs: those count against the budget too.
     assert sum(counted(t) for t in trials) == 5
     assert summarize(study2)["baselines"]["rules"] is not None
