@@ -17,8 +17,8 @@ import optuna
 
 from pmem_advisor import fileio
 from pmem_advisor.report.config_file import (
-    CONFIG_NAMES,
     Line,
+    config_name,
     load_catalog_or_none,
     render_config,
     render_value,
@@ -146,7 +146,7 @@ def write_config(out: Path, summary: dict[str, Any], space: SearchSpace, catalog
                        "checked_with_rules": g.checked_with_rules,
                        "findings": g.findings}
     summary["knobs"] = knob_rows(summary, space, catalog, g.settings, g.removed)
-    path = out / CONFIG_NAMES[space.engine]
+    path = out / config_name(space.engine)
     rendered = {n: _show(catalog, n, v) for n, v in sorted(g.settings.items())}
     summary["apply"] = apply_lines(space.engine, str(path.resolve()), rendered,
                                    _restart_knobs(sorted(rendered), catalog), space.flavour)

@@ -100,7 +100,12 @@ def caveat_lines(summary: dict[str, Any]) -> list[str]:
 
 def apply_lines(engine: str, path: str, settings: dict[str, str], restart: list[str],
                 flavour: str | None = None) -> list[str]:
-    """How to deploy: an include line, or statements (values already rendered)."""
+    """How to deploy: an include line, or statements (values already rendered); engines
+    other than PostgreSQL and MySQL/MariaDB say it themselves (Engine.apply_lines)."""
+    if engine not in ("postgres", "mysql"):
+        from pmem_advisor.engines.registry import get_engine
+
+        return get_engine(engine).apply_lines(path, settings, restart, flavour)
     if engine == "postgres":
         out = [f"apply: add `include '{path}'` at the end of postgresql.conf, or run:"]
         out += [f"  ALTER SYSTEM SET {k} = '{v}';" for k, v in settings.items()]
