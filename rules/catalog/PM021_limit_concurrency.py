@@ -33,6 +33,8 @@ class LimitConcurrency(Rule):
     def condition(self, f):
         if f.engine is None:
             return f.pmem_mode in ("app_direct", "mixed")
+        if f.engine not in ("postgres", "mysql"):
+            return False  # RocksDB: PM062; SQL Server/VoltDB: PM083 (their own K23 findings)
         return f.any_pmem_path and f.workload != "olap"
 
     def effects(self, f):
