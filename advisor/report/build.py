@@ -91,6 +91,15 @@ def reason_for(name: str, summary: dict[str, Any], space: SearchSpace) -> str:
         "rule setting kept in every tuned trial"
 
 
+def _marked(name: str, value: Any, reason: str, catalog: Any) -> str:
+    """A durability-risk value (only in a study tuned with --allow-unsafe; the deploy gate
+    removes it otherwise) says so on its line, as `config render --allow-unsafe` marks it."""
+    knob = catalog.get(name) if catalog is not None and name in catalog else None
+    if knob is None or not knob.is_risky(value):
+        return reason
+    return f"UNSAFE, durability risk: {knob.safety_reason or 'see the catalog'}; {reason}"
+
+
 def knob_rows(summary: dict[str, Any], space: SearchSpace, catalog: Any,
               written: dict[str, Any], removed: dict[str, str]) -> list[dict[str, Any]]:
     """knob, default, rules, tuned, emitted (what the file sets), unit, reason: one row per
@@ -162,7 +171,8 @@ def write_config(out: Path, summary: dict[str, Any], space: SearchSpace, catalog
     header += [f"set at initialisation (not in this file): {n} = {_show(catalog, n, v)}"
                for n, v in sorted(init.items())]
     header += summary["apply"]
-    lines = [Line(n, v, reason_for(n, summary, space)) for n, v in sorted(g.settings.items())]
+    lines = [Line(n, v, _marked(n, v, reason_for(n, summary, space), catalog))
+             for n, v in sorted(g.settings.items())]
     _write(path, render_config(space.engine, lines, catalog=catalog, header=header))
     return path
 

@@ -206,3 +206,16 @@ def test_apply_lines_use_each_servers_statements():
     mysql = apply_lines("mysql", "/etc/my.tuned.cnf", {"innodb_buffer_pool_size": "1G"}, [],
                         "mysql")
     assert "  SET PERSIST innodb_buffer_pool_size = 1G;" in mysql
+
+
+def test_a_risky_value_kept_with_allow_unsafe_says_unsafe_on_its_line():
+    """The tuned file of an --allow-unsafe study marks a kept durability risk as `config
+    render --allow-unsafe` does (Tarantool's emitter refuses unmarked risky values)."""
+    from pmem_advisor.knobs.catalog import load_catalog
+    from pmem_advisor.report.build import _marked
+
+    cat = load_catalog("postgres", "postgresql", "18")
+    why = _marked("synchronous_commit", "off", "tuned in trial 3", cat)
+    assert why.startswith("UNSAFE, durability risk: ") and why.endswith("tuned in trial 3")
+    assert _marked("synchronous_commit", "on", "rule PM015", cat) == "rule PM015"
+    assert _marked("shared_buffers", 262144, "rule PM011", cat) == "rule PM011"
