@@ -10,6 +10,10 @@ Recommendation: ``ndctl create-namespace --mode=fsdax`` and a DAX-mounted ext4/x
 
 from pmem_advisor.rules.model import PRIORITY_PLACEMENT, Note, Rule
 
+# Engines that take PMEM as memory (a devdax namespace onlined as kmem): devdax is right for
+# them (A21 §3.2 for openGauss MOT, PM085; D21 best practice 7 for Hyrise-like stores, PM088).
+MEMORY_ENGINES = ("opengauss_mot", "hyrise")
+
 
 class FsdaxForDatabases(Rule):
     id = "PM008"
@@ -21,16 +25,20 @@ class FsdaxForDatabases(Rule):
 
     def condition(self, f):
         ns = f.pmem.get("namespaces") or []
+        if f.engine in MEMORY_ENGINES:
+            return any(p.namespace_mode == "sector" for p in f.placed)
         return bool(ns) or any(p.namespace_mode == "sector" for p in f.placed)
 
     def effects(self, f):
         ns = f.pmem.get("namespaces") or []
         modes = sorted({str(n.get("mode")) for n in ns})
         out = []
-        if ns and "fsdax" not in modes:
+        if ns and "fsdax" not in modes and f.engine not in MEMORY_ENGINES:
+            who = "PostgreSQL and MySQL need" if f.engine in (None, "postgres", "mysql") \
+                else f"{_title(f.engine)} needs"
             out.append(Note("warn" if f.engine else "info", "pmem.namespaces",
-                            f"no fsdax namespace (modes: {', '.join(modes)}): PostgreSQL and "
-                            "MySQL need a DAX filesystem; devdax suits engines that manage "
+                            f"no fsdax namespace (modes: {', '.join(modes)}): {who} a DAX "
+                            "filesystem for its files; devdax suits engines that manage "
                             "memory themselves",
                             "ndctl create-namespace --mode=fsdax --region=<region> on free "
                             "capacity (reconfiguring an existing namespace with -f -e "
@@ -44,6 +52,15 @@ class FsdaxForDatabases(Rule):
                                 "use fsdax for data; sector only where sector atomicity is "
                                 "required"))
         return out
+
+
+def _title(engine: str) -> str:
+    from pmem_advisor.engines.registry import get_engine
+
+    try:
+        return get_engine(engine).title
+    except Exception:  # noqa: BLE001 - a name the registry does not know: say it as given
+        return engine
 
 
 RULE = FsdaxForDatabases()
