@@ -372,6 +372,14 @@ class Engine:
         value = (self.spec.tuning.get("default_connections") or {}).get(kind)
         return None if value is None else int(value)
 
+    @property
+    def production_knobs(self) -> frozenset[str]:
+        """Knobs the rules size for the production load and budget (YAML
+        ``tuning.production_knobs``): a tuned file keeps the rules' value whichever trial
+        wins, so its worst case stays within the budget (PostgreSQL/MySQL: the per-connection
+        memory and max_connections, tuner/session.py PRODUCTION_KNOBS)."""
+        return frozenset(self.spec.tuning.get("production_knobs") or ())
+
     def default_tune_knobs(self) -> list[str]:
         """Knobs ``tune`` searches when the rules name none."""
         return list(self.spec.tuning.get("default_knobs") or ())
