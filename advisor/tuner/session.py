@@ -503,7 +503,8 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
         buffer_bytes=(_setting_bytes(rec, catalog, buffer) if buffer else None)
         or target.memory_bytes // 4,
         free_bytes=_free_bytes(_data_dir(req)))
-    production = {s.name: s.value for s in rec.settings if s.name in PRODUCTION_KNOBS}
+    keep = PRODUCTION_KNOBS | engine.production_knobs  # other engines name theirs (YAML)
+    production = {s.name: s.value for s in rec.settings if s.name in keep}
     unfit = memory_gate(req.engine, binary.flavour, binary.version, catalog,
                         {s.name: s.value for s in rec.settings}, target.memory_bytes)({})
     if unfit:

@@ -206,3 +206,40 @@ def test_fake_missing_binary_exit_3_names_package(run_cli, fake_engine, tmp_path
     assert err.count("\n") == 1 and "apt-get install fakedb-tools" in err
     ok, detail = fake_engine.binary_status()
     assert not ok and "fakedb-tools" in detail
+
+
+def test_fake_tune_end_to_end(run_cli, fake_engine, fake_binary, tmp_path):
+    """tune takes the engine's evaluator, workload, catalog and memory model; the tuned file
+    is the engine's own format under the YAML's config_name."""
+    pytest.importorskip("optuna")
+    out_dir = tmp_path / "out"
+    code, out, err = run_cli("tune", "fakedb", "--workload", "fake-kv", "--trials", "3",
+                             "--duration", "1", "--warmup", "0", "--repeats", "0",
+                             "--memory", "2G", "--out", str(out_dir), "--storage",
+                             f"sqlite:///{tmp_path / 'study.db'}", "--json")
+    assert code == 0, err
+    tuned = out_dir / "fakedb.tuned.ini"
+    text = tuned.read_text()
+    assert "threads = " in text and text.startswith(";")
+    assert registry.get_engine("fake").parse_config(text, str(tuned))
+    from tests.engines.fake_engine import FakeEvaluator
+
+    assert FakeEvaluator.closed  # the evaluator was closed at the end
+    summary = json.loads(out)
+    assert summary.get("config_file", "").endswith("fakedb.tuned.ini")
+
+
+def test_tune_missing_binary_exit_3(run_cli, fake_engine, tmp_path, monkeypatch):
+    pytest.importorskip("optuna")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    code, out, err = run_cli("tune", "fake", "--workload", "fake-kv", "--trials", "1",
+                             "--out", str(tmp_path / "out"))
+    assert code == EXIT_ENVIRONMENT and err.count("\n") == 1
+    assert "apt-get install fakedb-tools" in err
+
+
+def test_tune_foreign_workload_is_usage_error(run_cli, fake_engine, fake_binary, tmp_path):
+    pytest.importorskip("optuna")
+    code, out, err = run_cli("tune", "fake", "--workload", "pgbench-tpcb", "--trials", "1",
+                             "--out", str(tmp_path / "out"))
+    assert code == EXIT_USAGE and "fake-kv" in err
