@@ -1,0 +1,48 @@
+"""`pmem-advisor tune tarantool --workload ycsb-b --trials 3` through the CLI, tiny, with the
+data on /dev/shm (standing in for PMEM) and on disk: every trial measured, a tuned Lua init
+file written, and Tarantool starts with it."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pmem_advisor.errors import EnvironmentProblem
+
+try:
+    from pmem_advisor.engines.tarantool_instance import find_tarantool
+
+    BINARY = find_tarantool()
+except EnvironmentProblem:
+    BINARY = None
+
+pytestmark = [pytest.mark.server, pytest.mark.slow, pytest.mark.skipif(
+    BINARY is None, reason="tarantool missing (apt-get install tarantool)")]
+
+
+@pytest.mark.parametrize("where", ["/dev/shm", "/var/tmp"])
+def test_tune_cli_tiny(run_cli, tmp_path, where):
+    from pmem_advisor.engines.registry import get_engine
+
+    base = Path(tempfile.mkdtemp(prefix="tara-tune-", dir=where))
+    base.chmod(0o711)  # the unprivileged server user must reach the data directory
+    out = tmp_path / "out"
+    try:
+        code, stdout, stderr = run_cli(
+            "tune", "tarantool", "--workload", "ycsb-b", "--trials", "3", "--duration", "1",
+            "--warmup", "0.2", "--clients", "2", "--scale", "2", "--memory", "1G",
+            "--data-dir", str(base / "data"), "--out", str(out))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert code == 0, stderr
+    assert "trial   0 [default]" in stderr and "trial   1 [rules]" in stderr
+    tuned = out / get_engine("tarantool").config_name
+    text = tuned.read_text()
+    assert text.startswith("-- Tarantool init file") and "wal_mode = 'fsync'" in text
+    assert "`tarantool " in text and "my.cnf" not in text  # Tarantool's own deploy lines
+    if where == "/dev/shm":
+        assert "tmpfs" in stderr  # every output that used /dev/shm says so
+    get_engine("tarantool").validate_by_starting(text, None)  # Tarantool starts with it
