@@ -197,6 +197,13 @@ def default_knob_names(engine: str) -> list[str]:
     return list(names)
 
 
+def _over_cap(spec: KnobSpec, limits: Limits) -> bool:
+    cap = limits.cap(spec)
+    d = spec.default
+    return (cap is not None and isinstance(d, (int, float)) and not isinstance(d, bool)
+            and d > cap)
+
+
 def _numeric_range(spec: KnobSpec, bound: Any, anchors: list[Any],
                    limits: Limits | None = None) -> tuple[float, float, str]:
     lo, hi, source = spec.min, spec.max, "catalog"
@@ -226,8 +233,12 @@ def _numeric_range(spec: KnobSpec, bound: Any, anchors: list[Any],
 
 
 def _space_knob(spec: KnobSpec, bound: Any, prior: Any, limits: Limits | None = None,
-                allow_unsafe: bool = False) -> SpaceKnob | None:
+                allow_unsafe: bool = False, clip_default: bool = False) -> SpaceKnob | None:
     anchors = [a for a in (spec.default, prior) if a is not None and a not in spec.auto_values]
+    if clip_default and limits is not None and _over_cap(spec, limits):
+        # A host-derived default (DuckDB's memory_limit: 80% of the host's RAM) above the
+        # budget's cap: the default trial runs without params, so the range need not hold it.
+        anchors = [prior] if prior is not None and prior not in spec.auto_values else []
     if spec.scope == "reinit":
         # A small outer set: default, the rules' value, and the values the rules allow.
         choices: list[Any] = []
@@ -324,7 +335,8 @@ def build_space(
         if not explicit and not (spec.type in TUNABLE_TYPES and spec.scope in COST_ORDER):
             continue
         prior = priors.get(name, rule_settings.get(name)) if use_rules else None
-        k = _space_knob(spec, bounds.get(name), prior, limits, allow_unsafe)
+        k = _space_knob(spec, bounds.get(name), prior, limits, allow_unsafe,
+                        clip_default=engine not in ("postgres", "mysql"))
         if k is not None:
             knobs.append(k)
     if not knobs:
