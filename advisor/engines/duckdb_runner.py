@@ -10,7 +10,6 @@ DuckDB is a library, it has no server that refuses root.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shutil
@@ -115,11 +114,13 @@ class DuckDBEvaluator(Evaluator):
         root = Path(data_dir or workdir or tempfile.gettempdir())
         root.mkdir(parents=True, exist_ok=True)
         # Golden and trial copies live on the data directory's filesystem: the medium measured.
-        self.scratch = Path(tempfile.mkdtemp(prefix="pmem-advisor-duckdb-", dir=root))
+        from pmem_advisor.instances.registry import RunScratch
+
+        self._scratch = RunScratch(root, "duckdb tune scratch: golden and trial databases")
+        self.scratch = self._scratch.path
         self.goldens: dict[tuple, Path] = {}
         self.initialisations = 0
         self.load_seconds: float | None = None
-        atexit.register(self.close)
 
     def _golden(self, init: dict[str, Any]) -> Path:
         key = tuple(sorted((k, str(v)) for k, v in init.items()))
@@ -185,14 +186,8 @@ class DuckDBEvaluator(Evaluator):
             shutil.rmtree(trial, ignore_errors=True)
 
     def close(self) -> None:
-        if self._closed:
-            return
         self._closed = True
-        shutil.rmtree(self.scratch, ignore_errors=True)
-        try:
-            atexit.unregister(self.close)
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
+        self._scratch.close()
 
 
 def validate_statements(statements: list[str], names: list[str], workdir: str | Path,

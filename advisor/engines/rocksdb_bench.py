@@ -11,7 +11,6 @@ with --allow-unsafe, as ``sync=false`` is a durability risk in the catalog).
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
 import subprocess
@@ -78,12 +77,15 @@ class RocksDBEvaluator(Evaluator):
         require_reachable(root, self.user, "data directory")
         # Everything lives in one scratch directory on the data directory's filesystem, so
         # the golden copy and the trial copies are on the medium being measured.
-        self.scratch = Path(tempfile.mkdtemp(prefix="pmem-advisor-rocksdb-", dir=root))
+        from pmem_advisor.instances.registry import RunScratch
+
+        self._scratch = RunScratch(root, "rocksdb tune scratch: golden and trial databases",
+                                   mode=0o711)
+        self.scratch = self._scratch.path
         hand_over(self.scratch, self.user, 0o711)
         self.golden = self.scratch / "golden"
         self.initialisations = 0
         self.load_seconds: float | None = None
-        atexit.register(self.close)
 
     # -- golden copy --------------------------------------------------------------------------
     def _load(self) -> None:
@@ -158,14 +160,8 @@ class RocksDBEvaluator(Evaluator):
                             cgroup=self.cgroup)
 
     def close(self) -> None:
-        if self._closed:
-            return
         self._closed = True
-        shutil.rmtree(self.scratch, ignore_errors=True)
-        try:
-            atexit.unregister(self.close)
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
+        self._scratch.close()
 
 
 def db_bench_version(path: Path) -> str:

@@ -360,6 +360,22 @@ class _ScratchRelease:
         release_scratch(self.rec)
 
 
+class RunScratch:
+    """A run's scratch directory (golden and trial copies of an evaluator): registered, so the
+    next reaper removes it after a SIGKILL; ``close`` (idempotent), exit, SIGTERM and SIGHUP
+    remove it."""
+
+    def __init__(self, parent: str | Path | None, what: str, mode: int = 0o700) -> None:
+        self.record = register_scratch(what=what, parent=parent, mode=mode)
+        self.path = Path(self.record.workdir)
+        self.closed = False
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            release_scratch(self.record)
+
+
 def add_scratch(rec: Record, path: str | Path) -> Path:
     """Put one more directory we created (it must exist and be ours) in ``rec``'s care: it is
     marked and removed by the reaper if the owner dies. Returns the resolved path."""

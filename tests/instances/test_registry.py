@@ -159,3 +159,28 @@ def test_cli_lists_and_reaps(run_cli, pg_version):
         assert code == 0 and inst.id in out
     code, out, _ = run_cli("instances", "list", "--json")
     assert inst.id not in out
+
+
+def test_an_evaluators_scratch_outlives_a_sigkill_only_until_the_next_reaper(tmp_path):
+    """DuckDB/RocksDB evaluators keep golden and trial copies in a RunScratch: removed on
+    close, and after a SIGKILL of their process by the next run's reaper."""
+    code = ("import sys, time\n"
+            "from pmem_advisor.instances.registry import RunScratch\n"
+            f"s = RunScratch({str(tmp_path)!r}, 'test scratch')\n"
+            "(s.path / 'golden.db').write_text('x')\n"
+            "print(s.path, flush=True)\n"
+            "time.sleep(600)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        path = Path(p.stdout.readline().strip())
+        assert (path / "golden.db").is_file()
+    finally:
+        p.kill()
+        p.wait()
+    assert path.exists()  # SIGKILL: nothing ran to remove it
+    registry.reap_stale()
+    assert not path.exists()
+    s = registry.RunScratch(tmp_path, "test scratch")
+    s.close()
+    s.close()
+    assert not s.path.exists()
