@@ -17,6 +17,7 @@ import socket
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -332,9 +333,18 @@ def record_end(study: optuna.Study, reason: str, detail: str) -> None:
              "worker": f"{socket.gethostname()}:{os.getpid()}",
              "at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
     with contextlib.suppress(Exception):  # a full disk may refuse this too
-        ends = list(study.user_attrs.get(ENDS_ATTR) or [])
-        study.set_user_attr(ENDS_ATTR, [*ends, entry])
+        # One key per run: workers that end together must not read-modify-write one list
+        # (that lost an entry when two workers finished at once).
+        study.set_user_attr(f"{ENDS_ATTR}.{entry['worker']}.{uuid.uuid4().hex[:8]}", entry)
         study.set_user_attr(END_ATTR, entry)
+
+
+def run_ends(study: optuna.Study) -> list[dict[str, Any]]:
+    """Why each worker's run ended, oldest first (one entry per run of any worker)."""
+    attrs = study.user_attrs
+    ends = list(attrs.get(ENDS_ATTR) or [])  # a study from before one key per run
+    ends += [v for k, v in attrs.items() if k.startswith(ENDS_ATTR + ".")]
+    return sorted(ends, key=lambda e: str(e.get("at", "")))
 
 
 @contextlib.contextmanager

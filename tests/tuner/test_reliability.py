@@ -15,7 +15,7 @@ import pytest
 from optuna.trial import TrialState
 
 from pmem_advisor.tuner.results import summarize
-from pmem_advisor.tuner.session import END_ATTR, ENDS_ATTR, _SigTerm, run_recorded
+from pmem_advisor.tuner.session import END_ATTR, _SigTerm, record_end, run_ends, run_recorded
 from pmem_advisor.tuner.storage import open_storage
 from pmem_advisor.tuner.study import load_existing, open_study
 from pmem_advisor.tuner.tuner import (
@@ -129,7 +129,34 @@ def test_two_workers_do_exactly_the_trials_asked(pg_storage_url, tmp_path, new):
     for t in ts:
         if t.user_attrs.get(SURPLUS_ATTR):
             assert t.state == TrialState.FAIL and "failure" not in t.user_attrs
-    assert len(study.user_attrs[ENDS_ATTR]) == len(ok)
+    assert len(run_ends(study)) == len(ok)
+
+
+def test_workers_ending_together_each_keep_their_end(tmp_path):
+    """Two workers finishing at once both record why their run ended (a shared list written
+    read-modify-write lost one of them in a clean-clone CI run)."""
+    import threading
+
+    import optuna
+
+    url = f"sqlite:///{tmp_path / 'ends.db'}"
+    optuna.create_study(study_name="ends", storage=url)
+    go = threading.Barrier(2)
+
+    def worker() -> None:
+        study = optuna.load_study(study_name="ends", storage=url)
+        go.wait()
+        for _ in range(10):
+            record_end(study, "done", "")
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    study = optuna.load_study(study_name="ends", storage=url)
+    assert len(run_ends(study)) == 20
+    assert study.user_attrs[END_ATTR]["reason"] == "done"
 
 
 class FakeClock:
