@@ -309,16 +309,24 @@ class Instance(ABC):
             start = log.tell()
             log.write(f"\n--- pmem-advisor: {' '.join(cmd)}\n".encode())
             log.flush()
+            # Its own process group: initdb starts a bootstrap postgres that outlives a killed
+            # initdb and would write on into the directory our cleanup is emptying.
+            proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=self.home, env=self.env(), start_new_session=True,
+                **self.user.popen_kwargs(),
+            )
             try:
-                r = subprocess.run(
-                    cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    cwd=self.home, env=self.env(), timeout=timeout, **self.user.popen_kwargs(),
-                )
+                returncode = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired as e:
+                _kill_group(proc)
                 raise ServerError(f"{what} timed out after {timeout:.0f} s",
                                   log_tail=self.log_tail()) from e
+            except BaseException:  # Ctrl-C, SIGTERM: nothing of the tool may run on
+                _kill_group(proc)
+                raise
         text = self._log_since(start)
-        if r.returncode != 0:
+        if returncode != 0:
             raise ServerError(
                 f"{what} failed: {self.refusal_reason(text)}",
                 hint=self._hint(text), log_tail=self.log_tail(),
@@ -572,3 +580,19 @@ class Instance(ABC):
             if m:
                 return " ".join(m.group(0).split())
         return None
+
+
+def _kill_group(proc: subprocess.Popen, deadline_s: float = 30.0) -> None:
+    """SIGKILL a tool's whole process group and wait until no member is left."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        try:
+            os.killpg(proc.pid, 0)  # members left (they were killed: they are exiting)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.05)

@@ -239,3 +239,33 @@ def test_emptying_removes_the_marker_last(tmp_path, monkeypatch):
     registry.empty_dir(d)
     assert order[-1] == registry.MARKER and sorted(order) == sorted(["a", "b", "c",
                                                                       registry.MARKER])
+
+
+def test_an_interrupted_init_tool_leaves_no_process_of_it(shm_dir, monkeypatch):
+    """Ctrl-C or SIGTERM while initdb runs: its bootstrap postgres (a child) must not write on
+    into the directory our cleanup empties; the tool's whole process group goes."""
+    import subprocess as sp
+
+    with create_instance(find_server("pg-debian"), data_dir=shm_dir / "tool-group") as inst:
+        beat = inst.home / "beat"
+        script = (f"(while true; do date +%s%N >> {beat}; sleep 0.05; done) & "
+                  f"while [ ! -s {beat} ]; do sleep 0.05; done; wait")
+        real_wait = sp.Popen.wait
+
+        def interrupted(self, timeout=None):
+            if timeout is not None:  # the tool's wait: once its child is writing, the signal
+                end = time.monotonic() + 60
+                while (not beat.exists() or not beat.read_text()) and time.monotonic() < end:
+                    time.sleep(0.05)
+                raise KeyboardInterrupt
+            return real_wait(self, timeout)
+
+        monkeypatch.setattr(sp.Popen, "wait", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            inst.run_tool(["sh", "-c", script], "test tool")
+        monkeypatch.undo()
+        size = beat.stat().st_size
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:  # a live writer would grow it every 50 ms
+            assert beat.stat().st_size == size
+            time.sleep(0.2)

@@ -96,11 +96,17 @@ def _study(out: Path):
     return load_existing(open_storage(f"sqlite:///{out / 'study.db'}"), None)
 
 
-def _wait_running(out: Path, number: int, also=lambda: True, timeout: float = 240) -> None:
+def _wait_running(out: Path, number: int, also=lambda: True, timeout: float = 240,
+                  proc: subprocess.Popen | None = None, log: Path | None = None) -> None:
     """Until trial ``number`` or a later one is being measured (RUNNING with its config
-    stored, the evaluator called) and ``also()`` holds: a condition, not a guessed delay."""
+    stored, the evaluator called) and ``also()`` holds: a condition, not a guessed delay.
+    A run that ended before that fails at once with what it printed."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
+        if proc is not None and proc.poll() is not None:
+            said = log.read_text()[-3000:] if log is not None and log.exists() else ""
+            raise AssertionError(f"the run ended (exit {proc.returncode}) before trial "
+                                 f"{number} ran: {said}")
         if (out / "study.db").exists():
             try:
                 ts = _study(out).get_trials()
@@ -146,8 +152,11 @@ def test_kill_mid_trial_then_resume(shm_dir, tmp_path):
     assert study.user_attrs["pmem_advisor.end"]["reason"] == "terminated"
     # SIGKILL mid-trial of the resumed run: its server and scratch outlive it until the next
     # run reaps them.
-    p = subprocess.Popen([*cmd, "--resume"], cwd=REPO, stderr=subprocess.DEVNULL, env=env)
-    _wait_running(out, 2, lambda: list(scratch.glob("pmem-advisor-tune-*/golden")))
+    log = tmp_path / "killed-run.stderr"
+    with open(log, "w") as err_file:
+        p = subprocess.Popen([*cmd, "--resume"], cwd=REPO, stderr=err_file, env=env)
+    _wait_running(out, 2, lambda: list(scratch.glob("pmem-advisor-tune-*/golden")), proc=p,
+                  log=log)
     p.send_signal(signal.SIGKILL)
     p.wait()
     assert list(scratch.glob("pmem-advisor-tune-*"))
