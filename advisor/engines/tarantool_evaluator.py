@@ -16,7 +16,7 @@ from typing import Any
 
 from pmem_advisor.knobs.emit import Header, Setting
 from pmem_advisor.tuner.evaluator import TrialConfig
-from pmem_advisor.tuner.managed import GOLDEN, ManagedEvaluator
+from pmem_advisor.tuner.managed import ManagedEvaluator
 
 
 class TarantoolEvaluator(ManagedEvaluator):
@@ -24,37 +24,20 @@ class TarantoolEvaluator(ManagedEvaluator):
     # (risky values only with --allow-unsafe); the tuned file passes the deploy gate.
     allow_unsafe = True
 
-    def _prepare(self, config: TrialConfig) -> Any:
+    def _new_instance(self, config: TrialConfig) -> Any:
         from pmem_advisor.engines.tarantool_instance import TarantoolInstance
         from pmem_advisor.instances import registry
 
-        key = config.init_key()
-        if self._inst is not None and self._inst_key != key:
-            self._drop_instance()
-        if self._inst is None:
-            self._make_scratch()
-            self.golden_dir.mkdir(parents=True, exist_ok=True)
-            notes: list[str] = []
-            registry.reap_stale(notes)  # what a killed earlier run left (as create_instance)
-            self._inst = TarantoolInstance(
-                self.binary, self.workdir, data_dir=self.data_dir, wal_dir=self.wal_dir,
-                init_settings=dict(config.init_params), golden_dir=self.golden_dir)
-            self._inst.cgroup = self.cgroup
-            self._inst_key = key
-        inst = self._inst
-        if not inst.has_snapshot(GOLDEN):
-            self._phase("initialise and load (once per golden copy)")
-            inst.initialize()
-            self.initialisations += 1
-            # the load need not be durable; its arena must hold the data with room to spare
-            arena = max(256 << 20, int((self.workload.data_bytes(self.scale) or 0) * 1.5))
-            arena = -(-arena // (64 << 20)) * (64 << 20)
-            inst.start(f"box.cfg{{wal_mode = 'write', memtx_memory = {arena}}}\n")
-            self.workload.load(inst.conninfo, self.scale)
-            inst.snapshot(GOLDEN)  # stops the server cleanly: .snap + .xlog kept
-        self._phase("restore")
-        inst.restore(GOLDEN)
-        return inst
+        registry.reap_stale([])  # what a killed earlier run left (as create_instance does)
+        return TarantoolInstance(
+            self.binary, self.workdir, data_dir=self.data_dir, wal_dir=self.wal_dir,
+            init_settings=dict(config.init_params), golden_dir=self.golden_dir)
+
+    def _load_config(self) -> str:
+        # the load need not be durable; its arena must hold the data with room to spare
+        arena = max(256 << 20, int((self.workload.data_bytes(self.scale) or 0) * 1.5))
+        arena = -(-arena // (64 << 20)) * (64 << 20)
+        return f"box.cfg{{wal_mode = 'write', memtx_memory = {arena}}}\n"
 
     def bench_params(self, params: dict[str, Any]) -> dict[str, Any]:
         return dict(params)  # Tarantool has no connection limit to raise for the benchmark

@@ -249,12 +249,9 @@ def parse_box_cfg(text: str, origin: str, catalog: Catalog) -> dict[str, str]:
 
 
 def _text(knob: Knob, value: Any) -> str:
-    if knob.type == "bool":
-        return "true" if value else "false"
-    if knob.type == "real":
-        return render_real(float(value))
-    if knob.type in NUMERIC:
-        return str(int(value))
+    """A value as Lua spells it, strings unquoted."""
+    if knob.type == "bool" or knob.type == "real" or knob.type in NUMERIC:
+        return lua_value(knob, value)
     return str(value)
 
 

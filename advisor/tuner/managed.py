@@ -98,20 +98,29 @@ class ManagedEvaluator(Evaluator):
             inst, self._inst, self._inst_key = self._inst, None, None
             inst.destroy()
 
-    def _prepare(self, config: TrialConfig) -> Any:
-        """A stopped instance holding fresh golden data for ``config``'s init settings."""
+    def _new_instance(self, config: TrialConfig) -> Any:
+        """A managed server for ``config``'s init settings (engines with their own instance
+        class override this)."""
         from pmem_advisor.instances import create_instance
 
+        return create_instance(
+            self.binary, self.workdir, data_dir=self.data_dir, wal_dir=self.wal_dir,
+            init_settings=dict(config.init_params), golden_dir=self.golden_dir,
+        )
+
+    def _load_config(self) -> str:
+        """The config the one-off load runs with: the server's defaults."""
+        return ""
+
+    def _prepare(self, config: TrialConfig) -> Any:
+        """A stopped instance holding fresh golden data for ``config``'s init settings."""
         key = config.init_key()
         if self._inst is not None and self._inst_key != key:
             self._drop_instance()
         if self._inst is None:
             self._make_scratch()
             self.golden_dir.mkdir(parents=True, exist_ok=True)
-            self._inst = create_instance(
-                self.binary, self.workdir, data_dir=self.data_dir, wal_dir=self.wal_dir,
-                init_settings=dict(config.init_params), golden_dir=self.golden_dir,
-            )
+            self._inst = self._new_instance(config)
             self._inst.cgroup = self.cgroup  # the production memory budget, enforced
             self._inst_key = key
         inst = self._inst
@@ -122,7 +131,7 @@ class ManagedEvaluator(Evaluator):
         self._phase("initialise and load (once per golden copy)")
         inst.initialize()
         self.initialisations += 1
-        inst.start("")
+        inst.start(self._load_config())
         self.workload.load(inst.conninfo, self.scale)
         inst.snapshot(GOLDEN)  # stops the server cleanly
         self._phase("restore")
