@@ -559,3 +559,20 @@ def _build(engine: str, flavour: str, entry: dict, version: str | None) -> Knob:
     if any(knob.same(s, default) for s in samples):
         raise CatalogDataError(f"{flavour} catalog: {entry['name']} sample equals the default")
     return replace(knob, default=default, samples=samples, risky_values=risky, auto_values=auto)
+
+
+def risky_settings(find: Any, values: dict[str, Any]) -> list[tuple[str, Knob]]:
+    """(name, knob) for each value that its knob (``find(name)``: a catalog's lookup, None for
+    unknown names) classes as a durability risk, by name. A value the knob cannot even read is
+    left to the value checks: it is invalid, not risky."""
+    out = []
+    for name in sorted(values):
+        knob = find(name)
+        if knob is None or not knob.risky_values or values[name] is None:
+            continue
+        try:
+            if knob.is_risky(values[name]):
+                out.append((name, knob))
+        except Exception:  # noqa: BLE001 - an invalid value is another check's finding
+            continue
+    return out

@@ -40,19 +40,11 @@ class RocksDBDurability(Rule):
 
     def check_config(self, f, config, effects, same_value):
         from pmem_advisor.engines.registry import get_engine
+        from pmem_advisor.knobs.catalog import risky_settings
 
         catalog = get_engine("rocksdb").catalog(None, f.version)
         out = []
-        for name in sorted(config):
-            knob = catalog.find(name)
-            if knob is None or not knob.risky_values:
-                continue
-            try:
-                risky = knob.is_risky(config[name])
-            except Exception:  # noqa: BLE001 - an invalid value is another check's finding
-                continue
-            if not risky:
-                continue
+        for name, knob in risky_settings(catalog.find, config):
             message = f"{name} is {config[name]}: {knob.safety_reason}"
             fix = f"set {name} = {'true' if knob.default is True else knob.default}"
             if name == "sync":

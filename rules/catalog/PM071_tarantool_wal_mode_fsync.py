@@ -45,22 +45,13 @@ class TarantoolWalModeFsync(Rule):
         """Other values the catalog classes as durability risks (force_recovery = true)."""
         from pmem_advisor.engines.tarantool_catalog import load
         from pmem_advisor.engines.tarantool_lua import lua_value
+        from pmem_advisor.knobs.catalog import risky_settings
 
         catalog = load(facts.version)
-        out = []
-        for name in sorted(set(config) - {"wal_mode"}):
-            knob = catalog.find(name)
-            if knob is None or not knob.risky_values:
-                continue
-            try:
-                risky = knob.is_risky(config[name])
-            except Exception:  # noqa: BLE001 - an invalid value is another check's finding
-                continue
-            if risky:
-                out.append(self.finding("fail", name, f"{name} = {config[name]}: "
-                                        f"{knob.safety_reason}",
-                                        f"set {name} = {lua_value(knob, knob.default)}"))
-        return out
+        others = {n: v for n, v in config.items() if n != "wal_mode"}
+        return [self.finding("fail", name, f"{name} = {config[name]}: {knob.safety_reason}",
+                             f"set {name} = {lua_value(knob, knob.default)}")
+                for name, knob in risky_settings(catalog.find, others)]
 
     def _wal_mode(self, config):
         have = config.get("wal_mode")

@@ -61,21 +61,12 @@ class Durability(Check):
     def _catalog_risks(self, inp: CheckInput, handled: set[str]) -> list[Finding]:
         """Any other value the knob catalog classes as a durability risk (one source of truth
         for knobs this file does not word itself)."""
-        out = []
-        for name in sorted(set(inp.settings) - handled):
-            knob = inp.knob(name)
-            if knob is None or not knob.risky_values:
-                continue
-            value = inp.value(name)
-            try:
-                risky = value is not None and knob.is_risky(value)
-            except Exception:  # noqa: BLE001 - a value CK002 reports as invalid
-                risky = False
-            if risky:
-                out.append(self.risk(
-                    inp, name, f"{name} is {inp.text(name)}{inp.at(name)}: "
-                    f"{knob.safety_reason}", f"set {name} = {knob.render(knob.default)}"))
-        return out
+        from pmem_advisor.knobs.catalog import risky_settings
+
+        values = {n: inp.value(n) for n in set(inp.settings) - handled}
+        return [self.risk(inp, name, f"{name} is {inp.text(name)}{inp.at(name)}: "
+                          f"{knob.safety_reason}", f"set {name} = {knob.render(knob.default)}")
+                for name, knob in risky_settings(inp.knob, values)]
 
     # ------------------------------------------------------------------ PostgreSQL
     def _pg(self, inp: CheckInput) -> list[Finding]:
