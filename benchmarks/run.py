@@ -261,7 +261,7 @@ def run_scenario(data: surrogate.ScenarioData, settings: dict[str, Any], data_di
                    + ", ".join(f"{k} R^2 {v:.2f}" for k, v in fitted.cv.items())
                    + f"); held-out R^2 {fitted.r2:.2f}, Spearman {fitted.spearman:.2f} on "
                    f"{fitted.rows} rows (refused under R^2 {surrogate.MIN_R2} or Spearman "
-                   f"{surrogate.MIN_SPEARMAN}); {noise_text}")
+                   f"{surrogate.MIN_SPEARMAN}){fitted.completed_text()}; {noise_text}")
     print(f"[{data.name}] {quality}", file=sys.stderr, flush=True)
     why = fitted.refused
     if fitted.model is None:

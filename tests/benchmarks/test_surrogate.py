@@ -39,6 +39,27 @@ def test_pure_noise_is_refused():
     assert fit.refused and "too poor" in fit.refused
 
 
+def test_crashes_do_not_pass_a_model_that_learnt_only_where_the_server_crashed():
+    # The completed runs are noise; a third of the configs crash (0 tps) where x0 is high.
+    # Over all rows the model looks good (it predicts the crashes); over the completed runs
+    # it predicts nothing, and the scenario is refused.
+    rng = np.random.default_rng(1)
+    x = rng.random((45, 3))
+    y = np.where(x[:, 0] > 0.66, 0.0, 1500 + rng.random(45) * 300)
+    fit = surrogate.fit(x, y)
+    assert fit.r2 >= surrogate.MIN_R2 and fit.spearman >= surrogate.MIN_SPEARMAN
+    assert fit.failed == int((y == 0).sum()) and fit.completed is not None
+    assert fit.refused and "completed runs" in fit.refused
+    assert "completed runs" in fit.completed_text()
+
+
+def test_no_failures_no_completed_figures():
+    rng = np.random.default_rng(2)
+    x = rng.random((40, 2))
+    fit = surrogate.fit(x, 1000 + 500 * x[:, 0])
+    assert fit.completed is None and fit.failed == 0 and fit.completed_text() == ""
+
+
 def test_noise_comes_from_the_repeats(tmp_path):
     make_dataset(tmp_path, rows=30, noise=0.05)
     data = surrogate.load_scenario("syn-pg", tmp_path)
