@@ -259,6 +259,8 @@ def run_scenario(data: surrogate.ScenarioData, settings: dict[str, Any], data_di
     else:
         quality = (f"surrogate: {fitted.kind} chosen by {surrogate.FOLDS}-fold CV ("
                    + ", ".join(f"{k} R^2 {v:.2f}" for k, v in fitted.cv.items())
+                   + ("; with failed runs, by the worse of all rows and completed runs"
+                      if fitted.completed is not None else "")
                    + f"); held-out R^2 {fitted.r2:.2f}, Spearman {fitted.spearman:.2f} on "
                    f"{fitted.rows} rows (refused under R^2 {surrogate.MIN_R2} or Spearman "
                    f"{surrogate.MIN_SPEARMAN}){fitted.completed_text()}; {noise_text}")

@@ -134,7 +134,9 @@ def candidates(seed: int) -> dict[str, Any]:
 
 
 def fit(x: np.ndarray, y: np.ndarray, seed: int = 0) -> Fit:
-    """Cross-validate both model kinds, keep the better, refit it on every row."""
+    """Cross-validate both model kinds, keep the better, refit it on every row. With failed
+    runs in the data, "better" is by the worse of the R^2 over all rows and over the completed
+    runs: the criterion the refusal applies, so a kind is not chosen for predicting crashes."""
     from sklearn.metrics import r2_score
     from sklearn.model_selection import KFold, cross_val_predict
 
@@ -142,21 +144,24 @@ def fit(x: np.ndarray, y: np.ndarray, seed: int = 0) -> Fit:
     if n < MIN_ROWS:
         return Fit(None, "none", float("nan"), float("nan"), n)
     folds = KFold(n_splits=min(FOLDS, n), shuffle=True, random_state=seed)
+    ok = y > 0
+    judge_completed = not ok.all() and ok.sum() >= 3
     best = None
     cv: dict[str, float] = {}
     for kind, model in candidates(seed).items():
         pred = cross_val_predict(model, x, y, cv=folds)
         r2 = float(r2_score(y, pred))
         cv[kind] = r2
-        if best is None or r2 > best[1]:
-            best = (kind, r2, pred, model)
+        score = min(r2, float(r2_score(y[ok], pred[ok]))) if judge_completed else r2
+        if best is None or score > best[1]:
+            best = (kind, score, pred, model)
     assert best is not None
-    kind, r2, pred, model = best
+    kind, _, pred, model = best
+    r2 = cv[kind]
     model.fit(x, y)
     ratios = [float(a / p) for a, p in zip(y, pred, strict=True) if p > 0 and a > 0]
-    ok = y > 0
     completed = None
-    if not ok.all() and ok.sum() >= 3:
+    if judge_completed:
         completed = (float(r2_score(y[ok], pred[ok])), spearman(list(pred[ok]), list(y[ok])))
     return Fit(model, kind, r2, spearman(list(pred), list(y)), n, cv, ratios, completed,
                int((~ok).sum()))

@@ -61,7 +61,8 @@ def final_configs(result: dict[str, Any], budget: int, seed: int,
     """Each arm's final config at ``budget`` in ``seed``: the best run it observed (what it
     would hand a DBA); fixed arms (default, rules, ceiling) answer with their own config."""
     by_key: dict[str, Candidate] = {}
-    arms = [a["arm"] for a in result.get("arms", [])] or sorted(
+    # results.json lists each arm once per budget under "name" (harness.report.write_json)
+    arms = [a["name"] for a in result.get("arms", [])] or sorted(
         {t["arm"] for t in result.get("trials", [])})
     for arm in dict.fromkeys(arms):
         if arm in fixed:
@@ -210,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     except AdvisorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except (KeyError, TypeError, ValueError) as exc:  # a results.json of another shape
+        print(f"error: {args.results} is not a `make bench` results.json this version reads "
+              f"({type(exc).__name__}: {exc})", file=sys.stderr)
+        return UsageError.exit_code
     if ctx.scenario.emulated_pmem:  # the caveat reaches every output
         out["notes"] = [collect.EMULATION_NOTE]
         print(f"note: {collect.EMULATION_NOTE}", file=sys.stderr)

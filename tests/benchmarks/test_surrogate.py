@@ -53,6 +53,24 @@ def test_crashes_do_not_pass_a_model_that_learnt_only_where_the_server_crashed()
     assert "completed runs" in fit.completed_text()
 
 
+def test_with_failures_the_kind_is_chosen_by_the_completed_runs_too():
+    from sklearn.metrics import r2_score
+    from sklearn.model_selection import KFold, cross_val_predict
+
+    rng = np.random.default_rng(3)
+    x = rng.random((40, 3))
+    y = np.where(x[:, 1] > 0.85, 0.0, 1000 + 600 * x[:, 0] + rng.random(40) * 150)
+    fit = surrogate.fit(x, y, seed=0)
+    ok = y > 0
+    folds = KFold(n_splits=surrogate.FOLDS, shuffle=True, random_state=0)
+    score = {}
+    for kind, model in surrogate.candidates(0).items():
+        pred = cross_val_predict(model, x, y, cv=folds)
+        score[kind] = min(r2_score(y, pred), r2_score(y[ok], pred[ok]))
+    assert fit.kind == max(score, key=score.get)
+    assert fit.completed is not None and fit.completed[0] == pytest.approx(score[fit.kind])
+
+
 def test_no_failures_no_completed_figures():
     rng = np.random.default_rng(2)
     x = rng.random((40, 2))

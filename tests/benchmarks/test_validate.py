@@ -17,7 +17,7 @@ def _trial(arm, seed, n, tps, **params):
             "params": params, "init_params": {}}
 
 
-RESULT = {"name": "syn-pg", "arms": [{"arm": a} for a in ("default", "rules", "tpe", "random",
+RESULT = {"name": "syn-pg", "arms": [{"name": a} for a in ("default", "rules", "tpe", "random",
                                                           "smac")],
           "trials": [
               _trial("tpe", 0, 1, 1100.0, x=40, y=20.0, mode="a"),
@@ -79,6 +79,29 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert validate.main(["syn-pg", "--repeats", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("error: ") for line in err)
+
+
+def test_the_configs_come_from_a_real_bench_results_file(tmp_path):
+    # The results.json `make bench` writes, not a hand-made one: every arm of the run is found
+    # and each searching arm ends on a config it ran within the budget.
+    import json
+
+    from benchmarks import run
+
+    make_dataset(tmp_path, "syn-pg", rows=60)
+    out = tmp_path / "out"
+    assert run.main(["--data-dir", str(tmp_path), "--out", str(out), "--seeds", "1",
+                     "--budgets", "5,10", "--arms", "default,rules,random,tpe,ceiling",
+                     "--no-plot"]) == 0
+    result = json.loads((out / "results.json").read_text())["scenarios"][0]
+    data = surrogate.load_scenario("syn-pg", tmp_path)
+    fixed = {k: c for k in ("default", "rules", "ceiling") if (c := data.fixed_config(k))}
+    cands = validate.final_configs(result, budget=10, seed=0, fixed=fixed)
+    arms = {a for c in cands for a in c.arms}
+    assert arms == {"default", "rules", "random", "tpe", "ceiling"}
+    ran = [t["params"] for t in result["trials"] if t["arm"] == "tpe" and t["trial"] <= 10]
+    tpe = next(c for c in cands if "tpe" in c.arms)
+    assert tpe.config.params in ran
 
 
 @pytest.mark.parametrize("n", [0, 2])
