@@ -141,14 +141,20 @@ def table(cands: list[Candidate], default_median: float | None) -> str:
     return "\n".join(lines)
 
 
-def validate(result: dict[str, Any], data: surrogate.ScenarioData, evaluator: Evaluator, *,
-             budget: int = BUDGET, seed: int = 0, repeats: int = REPEATS,
-             log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
-    """The whole validation on ``evaluator`` (the real server, or a stand-in in tests)."""
+def candidates(result: dict[str, Any], data: surrogate.ScenarioData, budget: int = BUDGET,
+               seed: int = 0) -> list[Candidate]:
+    """The configs to measure: ``final_configs`` with the dataset's fixed points."""
     fixed = {k: c for k in ("default", "rules", "ceiling")
              if (c := data.fixed_config(k)) is not None}
     fixed.setdefault("default", TrialConfig())
-    cands = final_configs(result, budget, seed, fixed)
+    return final_configs(result, budget, seed, fixed)
+
+
+def validate(cands: list[Candidate], data: surrogate.ScenarioData, evaluator: Evaluator, *,
+             budget: int = BUDGET, seed: int = 0, repeats: int = REPEATS,
+             log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """The whole validation of ``cands`` (see ``candidates``) on ``evaluator`` (the real
+    server, or a stand-in in tests)."""
     x, y = data.training()
     fitted = surrogate.fit(x, y, seed=0)
     if fitted.model is not None:
@@ -183,7 +189,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     from benchmarks import collect
     from benchmarks import scenario as scenarios
-    from pmem_advisor.errors import AdvisorError, UsageError
+    from pmem_advisor.errors import EXIT_INTERNAL, AdvisorError, Interrupted, UsageError
 
     args = parse_args(argv)
     try:
@@ -200,10 +206,15 @@ def main(argv: list[str] | None = None) -> int:
         if result is None:
             raise UsageError(f"{args.results} has no scenario {args.scenario!r}")
         data = surrogate.load_scenario(args.scenario, Path(args.data_dir))
+        try:  # before any server starts: a file of another shape fails in a second
+            cands = candidates(result, data, args.budget, args.seed)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise UsageError(f"{args.results} is not a `make bench` results.json this version "
+                             f"reads ({type(exc).__name__}: {exc})") from None
         ctx = collect.open_real(scenarios.get(args.scenario),
                                 log=lambda s: print(s, file=sys.stderr, flush=True))
         try:
-            out = validate(result, data, ctx.evaluator, budget=args.budget, seed=args.seed,
+            out = validate(cands, data, ctx.evaluator, budget=args.budget, seed=args.seed,
                            repeats=args.repeats,
                            log=lambda s: print(s, file=sys.stderr, flush=True))
         finally:
@@ -211,10 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     except AdvisorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except (KeyError, TypeError, ValueError) as exc:  # a results.json of another shape
-        print(f"error: {args.results} is not a `make bench` results.json this version reads "
-              f"({type(exc).__name__}: {exc})", file=sys.stderr)
-        return UsageError.exit_code
+    except (Interrupted, KeyboardInterrupt):
+        print("interrupted: nothing is written", file=sys.stderr)
+        return Interrupted.exit_code
+    except Exception as exc:  # a bug: one line, and the exit code says so
+        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
     if ctx.scenario.emulated_pmem:  # the caveat reaches every output
         out["notes"] = [collect.EMULATION_NOTE]
         print(f"note: {collect.EMULATION_NOTE}", file=sys.stderr)

@@ -60,7 +60,8 @@ def test_the_ranking_holds_on_a_learnable_server_and_fails_when_the_server_disag
         tmp_path):
     make_dataset(tmp_path, rows=60)
     data = surrogate.load_scenario("syn-pg", tmp_path)
-    out = validate.validate(RESULT, data, SyntheticEvaluator(seed=1, noise=0.01), repeats=3)
+    cands = validate.candidates(RESULT, data)
+    out = validate.validate(cands, data, SyntheticEvaluator(seed=1, noise=0.01), repeats=3)
     a = out["agreement"]
     assert a["held"] is True and a["spearman"] >= validate.HELD_SPEARMAN, a
     assert a["top_real"] == a["top_predicted"] == "tpe/smac"
@@ -70,7 +71,8 @@ def test_the_ranking_holds_on_a_learnable_server_and_fails_when_the_server_disag
         def true_tps(self, config):
             return 3000.0 - super().true_tps(config)
 
-    out = validate.validate(RESULT, data, Upside(seed=1, noise=0.01), repeats=3)
+    out = validate.validate(validate.candidates(RESULT, data), data,
+                            Upside(seed=1, noise=0.01), repeats=3)
     assert out["agreement"]["held"] is False and "did NOT hold" in out["agreement"]["text"]
 
 
@@ -95,13 +97,24 @@ def test_the_configs_come_from_a_real_bench_results_file(tmp_path):
                      "--no-plot"]) == 0
     result = json.loads((out / "results.json").read_text())["scenarios"][0]
     data = surrogate.load_scenario("syn-pg", tmp_path)
-    fixed = {k: c for k in ("default", "rules", "ceiling") if (c := data.fixed_config(k))}
-    cands = validate.final_configs(result, budget=10, seed=0, fixed=fixed)
+    cands = validate.candidates(result, data, budget=10, seed=0)
     arms = {a for c in cands for a in c.arms}
     assert arms == {"default", "rules", "random", "tpe", "ceiling"}
     ran = [t["params"] for t in result["trials"] if t["arm"] == "tpe" and t["trial"] <= 10]
     tpe = next(c for c in cands if "tpe" in c.arms)
     assert tpe.config.params in ran
+
+
+def test_a_results_file_of_another_shape_is_one_line_and_exit_2_before_any_server(
+        tmp_path, capsys):
+    import json
+
+    make_dataset(tmp_path, "syn-pg", rows=30)
+    bad = tmp_path / "results.json"
+    bad.write_text(json.dumps({"scenarios": [{"name": "syn-pg", "arms": [{"arm": "tpe"}]}]}))
+    rc = validate.main(["syn-pg", "--results", str(bad), "--data-dir", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("error: ") and "KeyError" in err[0]
 
 
 @pytest.mark.parametrize("n", [0, 2])
