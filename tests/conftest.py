@@ -6,6 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# The suite runs on a loaded 2-core machine too (CI beside other work, background jobs): a
+# property test is judged by what it finds, never by how fast the machine drew its inputs.
+settings.register_profile(
+    "loaded-machine", deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile("loaded-machine")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
