@@ -569,6 +569,8 @@ def _profile(t: Target, profile: str | None, root: str | None, medium: list[str]
 
 
 def _print(fmt, findings, fail_on, facts, rows, notes, inp) -> None:
+    from pmem_advisor.rules.memory import gib
+
     if fmt == "junit":
         budget = inp.budget.describe() if inp.budget else []
         out.file.write(junit(findings, fail_on, notes=[*notes, *budget]))
@@ -579,7 +581,8 @@ def _print(fmt, findings, fail_on, facts, rows, notes, inp) -> None:
             "findings": [f.to_dict() for f in findings],
             "diff": rows,
             "budget": inp.budget.describe() if inp.budget else None,
-            "memory": inp.memory.to_dict() if inp.memory else None,
+            "memory": inp.memory.to_dict(inp.budget.cpus if inp.budget else None)
+            if inp.memory else None,
             "notes": notes,
             "emulated_pmem": facts.emulated,
         }, SCHEMA, engine=facts.engine, flavour=facts.flavour, version=facts.version)
@@ -591,6 +594,9 @@ def _print(fmt, findings, fail_on, facts, rows, notes, inp) -> None:
         out.print("no findings")
     if inp.memory is not None:
         out.print(f"memory: {inp.memory.describe()}", markup=False)
+        out.print(f"memory: {gib(inp.memory.static_bytes)} allocated at start; "
+                  f"{inp.memory.describe_peak(inp.budget.cpus if inp.budget else None)}",
+                  markup=False)
     for line in inp.budget.describe() if inp.budget else []:
         out.print(f"budget: {line}", markup=False)
     if rows is not None:

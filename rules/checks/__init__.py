@@ -40,6 +40,9 @@ class CheckInput:
     today: date = field(default_factory=date.today)
     budget: Any = None  # rules.budget.Budget when known
     memory: Any = None  # rules.memory.MemoryEstimate of these settings when known
+    # The settings are ours to size (a tuned file before it is written): the worst case is a
+    # limit (CK004 fails above it), not the risk under load it is in a file others wrote.
+    worst_case_is_limit: bool = False
 
     @property
     def allow_unsafe(self) -> bool:
@@ -159,8 +162,8 @@ def build_input(facts: Facts, settings: dict | None = None, *, source: str = "no
                 where: dict | None = None, loose: frozenset = frozenset(),
                 status: dict | None = None, server_names: frozenset | None = None,
                 memory_bytes: int | None = None, nodes: list[int] | None = None,
-                today: date | None = None, notes: list[str] | None = None
-                ) -> tuple[CheckInput, Facts]:
+                today: date | None = None, notes: list[str] | None = None,
+                worst_case_is_limit: bool = False) -> tuple[CheckInput, Facts]:
     """The input of the checks, and the facts the papers' rules should see.
 
     Loads the knob catalog of the target (a version the catalogs do not cover is checked
@@ -199,5 +202,6 @@ def build_input(facts: Facts, settings: dict | None = None, *, source: str = "no
             notes.append(f"worst-case memory not computed: {e}")
     inp = CheckInput(facts=facts, settings=settings, source=source, where=where or {},
                      loose=loose, catalog=catalog, status=status, server_names=server_names,
-                     today=today or date.today(), budget=budget, memory=estimate)
+                     today=today or date.today(), budget=budget, memory=estimate,
+                     worst_case_is_limit=worst_case_is_limit)
     return inp, rule_facts
