@@ -21,9 +21,9 @@ import typer
 
 from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
 from pmem_advisor.cli.recommend import (
-    check_memory_fits_host,
     installed_version,
     load_profile,
+    one_version,
     parse_memory,
     split_engine,
 )
@@ -361,6 +361,8 @@ def check_cmd(
     db: str | None = typer.Option(None, "--db", help=engine_help()),
     version: str | None = typer.Option(None, "--version",
                                        help="Target server version (default: the installed)."),
+    server_version: str | None = typer.Option(None, "--server-version", hidden=True,
+                                              help="Same as --version."),
     config: str | None = typer.Option(None, "--config", help="A config file to check."),
     dsn: str | None = typer.Option(None, "--dsn", help="A running server to check (its "
                                    "password is better given by --dsn-file or "
@@ -370,10 +372,17 @@ def check_cmd(
     data_dir: str | None = typer.Option(None, "--data-dir", help="Data directory."),
     wal_dir: str | None = typer.Option(None, "--wal-dir", help="WAL / redo log directory."),
     memory: str | None = typer.Option(None, "--memory",
-                                      help="RAM budget of the server, e.g. 24G."),
+                                      help="RAM of the target host for the server, e.g. 64G "
+                                      "(any host, not only this one)."),
+    cpus: int | None = typer.Option(None, "--cpus", help="CPUs of the target host the server "
+                                    "may use (any host, not only this one)."),
+    clients: int | None = typer.Option(None, "--clients", help="With --diff: concurrent "
+                                       "clients (default: the server's max_connections)."),
     medium: list[str] = typer.Option(None, "--medium",
-                                     help="PATH=CLASS (hdd, ssd, nvme, ...): the medium under a "
-                                     "path when the kernel cannot tell; repeatable."),
+                                     help="CLASS (pmem, cxl, nvme, ssd, hdd, tmpfs): the target's "
+                                     "data medium, with or without --data-dir; or PATH=CLASS "
+                                     "(hdd, ssd, nvme): the medium under a path here when the "
+                                     "kernel cannot tell; repeatable."),
     no_measure: bool = typer.Option(False, "--no-measure",
                                     help="Do not measure the medium of the data/WAL paths."),
     diff: bool = typer.Option(False, "--diff", help="With --dsn: what recommend would change."),
@@ -388,9 +397,11 @@ def check_cmd(
     """Check the host (PMEM, DAX, NUMA), a config file or a running server before deployment."""
     from pmem_advisor.connection import resolve_dsn
     from pmem_advisor.rules import build_facts, check
+    from pmem_advisor.rules.budget import target_line
     from pmem_advisor.rules.checks import build_input, run_checks
     from pmem_advisor.rules.model import severity_rank
 
+    version = one_version(version, server_version)
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: use text, json or junit")
     if json_out:  # the alias every other command has
@@ -415,22 +426,31 @@ def check_cmd(
     if config:  # --db mysql names MySQL (not the MySQL family) when no server decides it
         _use_config(t, config, notes, mysql_named=not dsn and (db or "").lower() == "mysql")
     memory_bytes = parse_memory(memory) if memory else None
-    prof = _profile(t, profile, root, medium, no_measure, notes)
-    if memory_bytes:  # more than the host has would size an OOM kill (recommend's rule)
-        check_memory_fits_host(memory_bytes, prof, live=profile is None and root is None)
+    classes = [m for m in medium or [] if "=" not in m]  # the target's data medium
+    if len(classes) > 1:
+        raise UsageError(f"--medium {' and '.join(classes)}: give the data medium once")
+    prof = _profile(t, profile, root, [m for m in medium or [] if "=" in m], no_measure, notes)
     facts = build_facts(prof, engine=t.engine, flavour=t.flavour, version=t.version,
                         data_dir=t.data_dir, wal_dir=t.wal_dir, root=root, workload=workload,
-                        memory_bytes=memory_bytes, allow_unsafe=allow_unsafe)
+                        memory_bytes=memory_bytes, cpus=cpus, allow_unsafe=allow_unsafe,
+                        medium=classes[0] if classes else None, target=True)
+    line = target_line(memory=memory_bytes, cpus=cpus, medium=classes[0] if classes else None,
+                       version=version if t.source != "server" else None,
+                       flavour=facts.flavour, probed="the profile" if profile else
+                       f"the tree {root}" if root else "this machine")
+    if line:
+        notes.insert(0, line)
     for p in facts.placed:  # the medium under each path, and how it is known (issue 19)
         note = getattr(p, "medium_note", None)
         if note and f"{p.path}: {note}" not in [n.partition(" ")[2] for n in notes]:
             notes.append(f"{p.role} {p.path}: {note}")
-    cpus, nodes = _server_binding(t.pid)
-    if cpus is not None:
-        facts = replace(facts, server_cpus=cpus)
+    server_cpus, nodes = _server_binding(t.pid)
+    if server_cpus is not None:
+        facts = replace(facts, server_cpus=server_cpus)
     inp, rule_facts = build_input(facts, t.settings, source=t.source, where=t.where,
                                   loose=t.loose, status=t.status, server_names=t.server_names,
-                                  memory_bytes=memory_bytes, nodes=nodes, notes=notes)
+                                  memory_bytes=memory_bytes, cpus=cpus, target=True,
+                                  nodes=nodes, notes=notes)
     catalog = inp.catalog
     findings = run_checks(inp, check(rule_facts, t.settings or None, catalog=catalog))
     rows = None

@@ -161,14 +161,16 @@ def run_checks(inp: CheckInput, rule_findings: list[Finding] = (),
 def build_input(facts: Facts, settings: dict | None = None, *, source: str = "none",
                 where: dict | None = None, loose: frozenset = frozenset(),
                 status: dict | None = None, server_names: frozenset | None = None,
-                memory_bytes: int | None = None, nodes: list[int] | None = None,
+                memory_bytes: int | None = None, cpus: float | None = None,
+                target: bool = False, nodes: list[int] | None = None,
                 today: date | None = None, notes: list[str] | None = None,
                 worst_case_is_limit: bool = False) -> tuple[CheckInput, Facts]:
     """The input of the checks, and the facts the papers' rules should see.
 
     Loads the knob catalog of the target (a version the catalogs do not cover is checked
     against the newest they know, and said in ``notes``), the RAM budget (cgroup, the NUMA
-    node a server is bound to, ``memory_bytes``) and the worst-case memory of the settings.
+    node a server is bound to, ``memory_bytes``/``cpus``; ``target``: they describe the host
+    the config is for) and the worst-case memory of the settings.
     """
     from dataclasses import replace
 
@@ -187,7 +189,8 @@ def build_input(facts: Facts, settings: dict | None = None, *, source: str = "no
             rule_facts = replace(facts, version=None)
             catalog = load_catalog_for(rule_facts)
     node = nodes[0] if nodes and len(nodes) == 1 and len(facts.numa) > 1 else None
-    budget = effective_budget(facts.profile, memory_bytes=memory_bytes, numa_node=node)
+    budget = effective_budget(facts.profile, memory_bytes=memory_bytes, cpus=cpus,
+                              numa_node=node, target=target)
     estimate = None
     if facts.engine is not None and settings:
         from pmem_advisor.rules.memory import worst_case
