@@ -182,9 +182,11 @@ def _hugepage_note(limits: dict) -> str | None:
 
 
 def target_line(*, memory: int | None, cpus: float | None, medium: str | None,
-                version: str | None, flavour: str | None, probed: str) -> str | None:
+                version: str | None, flavour: str | None, probed: str,
+                verb: str = "sizes") -> str | None:
     """"sizes for a target host: 64.0 GiB RAM (--memory), 16 CPUs (--cpus), ...; the rest
-    from this machine": which value came from which flag, when any did (None otherwise)."""
+    from this machine": which value came from which flag, when any did (None otherwise).
+    ``verb``: what the command does for that host (recommend sizes, check checks)."""
     given = []
     if memory:
         given.append(f"{human_bytes(int(memory))} RAM (--memory)")
@@ -196,4 +198,4 @@ def target_line(*, memory: int | None, cpus: float | None, medium: str | None,
         given.append(f"{flavour or 'server'} {version} (--version)")
     if not given:
         return None
-    return f"sizes for a target host: {', '.join(given)}; the rest from {probed}"
+    return f"{verb} for a target host: {', '.join(given)}; the rest from {probed}"

@@ -437,7 +437,7 @@ def check_cmd(
     line = target_line(memory=memory_bytes, cpus=cpus, medium=classes[0] if classes else None,
                        version=version if t.source != "server" else None,
                        flavour=facts.flavour, probed="the profile" if profile else
-                       f"the tree {root}" if root else "this machine")
+                       f"the tree {root}" if root else "this machine", verb="checks")
     if line:
         notes.insert(0, line)
     for p in facts.placed:  # the medium under each path, and how it is known (issue 19)

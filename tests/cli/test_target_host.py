@@ -88,7 +88,7 @@ def test_check_takes_the_target_host_too(run_cli, tmp_path):
     assert "memory: 64.0 GiB from --memory (host " in doc["budget"][0]
     assert doc["budget"][1].startswith("cpus: 16 from --cpus")
     assert not [f for f in doc["findings"] if f["rule"] in ("CK004", "CK005")], doc["findings"]
-    assert doc["notes"][0].startswith("sizes for a target host: 64.0 GiB RAM (--memory), "
+    assert doc["notes"][0].startswith("checks for a target host: 64.0 GiB RAM (--memory), "
                                       "16 CPUs (--cpus), data on nvme (--medium)")
 
 
