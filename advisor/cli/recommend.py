@@ -133,6 +133,7 @@ def build_recommendation(engine: str, *, profile=None, root=None, version=None, 
                     hint="create it on its real mount first, or pass --medium "
                          "pmem|nvme|ssd|hdd|cxl|tmpfs")
     rec = recommend(facts)
+    refuse_unfittable(rec)
     line = target_line(memory=memory_bytes, cpus=cpus, medium=medium, version=given_version,
                        flavour=facts.flavour, probed="this machine" if live else
                        "the profile" if profile else f"the tree {root}")
@@ -147,6 +148,31 @@ def build_recommendation(engine: str, *, profile=None, root=None, version=None, 
                                  f"for its root filesystem (medium {p.medium}); give the real "
                                  "mount or --medium")
     return rec
+
+
+def refuse_unfittable(rec) -> None:
+    """A budget whose worst case nothing fits, even at the smallest per-connection memory, is
+    bad input (exit 2) naming the smallest budget that fits the same connections: a file our
+    own check fails is never written."""
+    from pmem_advisor.probes.summary import human_bytes
+    from pmem_advisor.rules.fit import fitted_budget, smallest_fitting_budget
+
+    est, budget = rec.memory, rec.facts.memory_bytes
+    if est is None or est.total_bytes <= fitted_budget(budget):
+        return
+    need = smallest_fitting_budget(rec.facts)
+    asked = (f"--clients {rec.facts.clients} ({est.connections} connections with the reserved)"
+             if rec.facts.clients else f"{est.connections} connections")
+    where = (f"the smallest budget that fits {asked} is {human_bytes(need)}: --memory "
+             f"{_memory_flag(need)}" if need else f"no budget fits {asked}")
+    raise UsageError(f"nothing fits {human_bytes(budget)} of memory ({rec.facts.memory_source}): "
+                     f"even at the smallest per-connection memory the worst case is "
+                     f"{human_bytes(est.total_bytes)}; {where}",
+                     hint="or fewer connections (--clients), pooled (pgbouncer / a thread pool)")
+
+
+def _memory_flag(n: int) -> str:
+    return f"{n >> 30}G" if n % (1 << 30) == 0 else f"{-(-n // MIB)}M"
 
 
 def emit(rec) -> str:
