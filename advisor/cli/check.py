@@ -124,6 +124,10 @@ def _read_mysql(dsn: str) -> dict:
         settings = {_text(n).lower(): _text(v) for n, v in cur.fetchall()}
         cur.execute("SHOW GLOBAL STATUS")
         status = {_text(n): _text(v) for n, v in cur.fetchall()}
+        # what the buffer pool could cache (MySQLTuner's yardstick for its size)
+        cur.execute("SELECT COALESCE(SUM(data_length + index_length), 0) FROM "
+                    "information_schema.tables WHERE engine = 'InnoDB'")
+        status["innodb_data_bytes"] = _text(cur.fetchone()[0])
         cur.close()
     finally:
         conn.close()
@@ -376,8 +380,9 @@ def check_cmd(
                                       "(any host, not only this one)."),
     cpus: int | None = typer.Option(None, "--cpus", help="CPUs of the target host the server "
                                     "may use (any host, not only this one)."),
-    clients: int | None = typer.Option(None, "--clients", help="With --diff: concurrent "
-                                       "clients (default: the server's max_connections)."),
+    clients: int | None = typer.Option(None, "--clients", help="With --dsn: the concurrent "
+                                       "clients the advice and --diff size for (default: the "
+                                       "server's own max_connections)."),
     medium: list[str] = typer.Option(None, "--medium",
                                      help="CLASS (pmem, cxl, nvme, ssd, hdd, tmpfs): the target's "
                                      "data medium, with or without --data-dir; or PATH=CLASS "
@@ -432,7 +437,8 @@ def check_cmd(
     prof = _profile(t, profile, root, [m for m in medium or [] if "=" in m], no_measure, notes)
     facts = build_facts(prof, engine=t.engine, flavour=t.flavour, version=t.version,
                         data_dir=t.data_dir, wal_dir=t.wal_dir, root=root, workload=workload,
-                        memory_bytes=memory_bytes, cpus=cpus, allow_unsafe=allow_unsafe,
+                        memory_bytes=memory_bytes, cpus=cpus, clients=clients,
+                        allow_unsafe=allow_unsafe,
                         medium=classes[0] if classes else None, target=True)
     line = target_line(memory=memory_bytes, cpus=cpus, medium=classes[0] if classes else None,
                        version=version if t.source != "server" else None,
@@ -454,11 +460,10 @@ def check_cmd(
     catalog = inp.catalog
     findings = run_checks(inp, check(rule_facts, t.settings or None, catalog=catalog))
     rows = None
-    if diff:
-        from pmem_advisor.rules import recommend
-
-        rows = server_diff(recommend(rule_facts, catalog=catalog), t.settings, catalog,
-                           facts.flavour, facts.version)
+    if diff and inp.advice is not None:  # sized for the server's own max_connections
+        rows = server_diff(inp.advice, t.settings, catalog, facts.flavour, facts.version)
+    elif diff:
+        raise EnvironmentProblem("--diff: the rules could not size this server (see notes)")
     if facts.emulated:
         notes.insert(0, EMULATION_NOTE.removeprefix("note: "))
     for n in notes:
