@@ -95,3 +95,18 @@ def test_check_takes_the_target_host_too(run_cli, tmp_path):
 def test_memory_no_host_has_is_refused(run_cli):
     code, _, err = run_cli("recommend", "postgres", "--memory", "99999T")
     assert code == EXIT_USAGE and "any host" in err
+
+
+@pytest.mark.parametrize("db,version,name", [("postgres", "17", "postgresql.conf"),
+                                             ("mariadb", "10.11", "my.cnf")])
+def test_what_recommend_writes_for_a_target_host_passes_check_there(run_cli, tmp_path, db,
+                                                                     version, name):
+    target = ["--version", version, "--memory", "64G", "--cpus", "16", "--medium", "nvme"]
+    out_file = tmp_path / name
+    code, _, err = run_cli("recommend", db, *target, "--out", str(out_file))
+    assert code == 0, err
+    code, out, err = run_cli("check", "--db", db, "--config", str(out_file), *target,
+                             "--format", "json")
+    found = json.loads(out)["findings"]
+    assert code == 0 and not [f for f in found if f["severity"] == "fail"
+                              or f["rule"] in ("CK002", "CK004", "CK005")], found
