@@ -21,7 +21,7 @@ and why it changed; a budget nothing fits is the caller's to refuse (smallest_fi
 from __future__ import annotations
 
 from pmem_advisor.errors import UnknownKnobError, UsageError
-from pmem_advisor.rules.engine import Recommendation, Setting
+from pmem_advisor.rules.combine import Recommendation, Setting
 from pmem_advisor.rules.memory import (
     BUDGET_SHARE,
     KB,
