@@ -158,7 +158,7 @@ def smallest_fitting_budget(facts, *, catalog=None, limit: int = 1 << 52) -> int
     quarter of it), so the candidate is raised until it holds."""
     from dataclasses import replace
 
-    from pmem_advisor.rules.engine import recommend
+    from pmem_advisor.rules.combine import recommend
 
     step = 64 * MB
     budget = max(step, facts.memory_bytes)

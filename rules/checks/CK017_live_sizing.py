@@ -16,7 +16,8 @@ OS can cache; work_mem raised toward the advice while queries spill temporary fi
 
 Sources: PostgreSQL manual §20.4.1 (shared_buffers: "a reasonable starting value is 25% of
 the memory"), §20.7.2 (effective_cache_size); MariaDB KB "InnoDB Buffer Pool"; MySQLTuner
-(buffer pool vs InnoDB data size); pgtune's formulas (rules/baseline), fitted by rules/fit.py.
+(buffer pool vs InnoDB data size); pgtune's formulas (the engines' baselines), fitted by
+rules/fit.py.
 """
 
 from __future__ import annotations

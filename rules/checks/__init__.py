@@ -44,7 +44,7 @@ class CheckInput:
     # limit (CK004 fails above it), not the risk under load it is in a file others wrote.
     worst_case_is_limit: bool = False
     # What recommend sets for this budget and the server's own connections (check --dsn):
-    # rules.engine.Recommendation, or None (not a running server, or no rules for it).
+    # rules.combine.Recommendation, or None (not a running server, or no rules for it).
     advice: Any = None
 
     @property
@@ -238,7 +238,7 @@ def _advice(facts: Facts, catalog, notes: list[str]):
     """recommend's settings for a running server's budget and connections (None, said in the
     notes, when the rules cannot size it)."""
     from pmem_advisor.errors import AdvisorError
-    from pmem_advisor.rules.engine import recommend
+    from pmem_advisor.rules.combine import recommend
 
     try:
         return recommend(facts, catalog=catalog)

@@ -7,7 +7,7 @@ there (its all-connections worst case may exceed RAM: CK004 warns with the reali
 
 The oracle below is pgtune's published formulas (le0pard/pgtune,
 src/features/configuration/configurationSlice.js, pgtune.leopard.in.ua as of 2025: Linux,
-SSD), re-implemented here as a fixture generator, independent of rules/baseline.
+SSD), re-implemented here as a fixture generator, independent of the engines' baselines.
 """
 
 from __future__ import annotations
