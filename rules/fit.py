@@ -171,6 +171,28 @@ def smallest_fitting_budget(facts, *, catalog=None, limit: int = 1 << 52) -> int
     return None
 
 
+def most_clients_that_fit(facts, *, catalog=None) -> int | None:
+    """The most --clients whose recommendation fits the budget of ``facts`` (None: not even
+    one). Connections only ever add memory, so a bisection finds it."""
+    from dataclasses import replace
+
+    from pmem_advisor.rules.combine import recommend
+
+    def fits(clients: int) -> bool:
+        rec = recommend(replace(facts, clients=clients), catalog=catalog)
+        return rec.memory is None or rec.memory.total_bytes <= fitted_budget(facts.memory_bytes)
+
+    if not fits(1):
+        return None
+    lo, hi = 1, max(2, facts.clients or 1000)
+    while fits(hi) and hi < 1 << 20:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
 def _pg_fewer_connections(rec: Recommendation, view, budget: int,
                           before: MemoryEstimate) -> bool:
     """work_mem at pgtune's 4 MB floor and max_connections lowered to what the budget holds

@@ -152,23 +152,33 @@ def build_recommendation(engine: str, *, profile=None, root=None, version=None, 
 
 def refuse_unfittable(rec) -> None:
     """A budget whose worst case nothing fits, even at the smallest per-connection memory, is
-    bad input (exit 2) naming the smallest budget that fits the same connections: a file our
-    own check fails is never written."""
+    bad input (exit 2) naming the smallest budget that fits the same connections (and the
+    most clients this budget holds): a file our own check fails is never written."""
     from pmem_advisor.probes.summary import human_bytes
-    from pmem_advisor.rules.fit import fitted_budget, smallest_fitting_budget
+    from pmem_advisor.rules.fit import (
+        fitted_budget,
+        most_clients_that_fit,
+        smallest_fitting_budget,
+    )
 
-    est, budget = rec.memory, rec.facts.memory_bytes
-    if est is None or est.total_bytes <= fitted_budget(budget):
+    est, f = rec.memory, rec.facts
+    if est is None or est.total_bytes <= fitted_budget(f.memory_bytes):
         return
-    need = smallest_fitting_budget(rec.facts)
-    asked = (f"--clients {rec.facts.clients} ({est.connections} connections with the reserved)"
-             if rec.facts.clients else f"{est.connections} connections")
-    where = (f"the smallest budget that fits {asked} is {human_bytes(need)}: --memory "
-             f"{_memory_flag(need)}" if need else f"no budget fits {asked}")
-    raise UsageError(f"nothing fits {human_bytes(budget)} of memory ({rec.facts.memory_source}): "
-                     f"even at the smallest per-connection memory the worst case is "
-                     f"{human_bytes(est.total_bytes)}; {where}",
-                     hint="or fewer connections (--clients), pooled (pgbouncer / a thread pool)")
+    need = smallest_fitting_budget(f)
+    per_session = est.per_connection_bytes > 0 and est.connections > 1
+    asked = ("" if not per_session else f" --clients {f.clients} ({est.connections} "
+             "connections with the reserved)" if f.clients else f" {est.connections} connections")
+    where = (f"the smallest budget that fits{asked} is {human_bytes(need)}: --memory "
+             f"{_memory_flag(need)}" if need else f"no budget fits{asked}")
+    hint = None
+    if per_session:
+        most = most_clients_that_fit(f)
+        hint = (f"or at most --clients {most} within {human_bytes(f.memory_bytes)}, pooled "
+                "(pgbouncer / a thread pool)" if most else
+                "not even one client fits: give more memory")
+    raise UsageError(f"nothing fits {human_bytes(f.memory_bytes)} of memory ({f.memory_source})"
+                     f": even at the smallest per-connection memory the worst case is "
+                     f"{human_bytes(est.total_bytes)}; {where}", hint=hint)
 
 
 def _memory_flag(n: int) -> str:

@@ -87,3 +87,19 @@ def test_recommend_refuses_a_budget_nothing_fits(run_cli, tmp_path, db):
                              "--format", "json")
     found = json.loads(out)["findings"]
     assert code == 0 and not [f for f in found if f["rule"] == "CK004"], found
+
+
+def test_refusal_names_the_most_clients_the_budget_holds(run_cli):
+    code, out, err = run_cli("recommend", "postgres", "--version", "16", "--memory", "512M")
+    assert code == EXIT_USAGE, out + err
+    most = int(err.split("at most --clients ")[1].split()[0])
+    assert run_cli("recommend", "postgres", "--version", "16", "--memory", "512M",
+                   "--clients", str(most))[0] == 0
+    assert run_cli("recommend", "postgres", "--version", "16", "--memory", "512M",
+                   "--clients", str(most + 1))[0] == EXIT_USAGE
+
+
+def test_an_engine_without_connections_is_refused_without_speaking_of_them(run_cli):
+    code, _, err = run_cli("recommend", "duckdb", "--memory", "64M")
+    assert code == EXIT_USAGE and "the smallest budget that fits is" in err
+    assert "connections" not in err.split("fits")[1].split(":")[0]
