@@ -15,13 +15,13 @@ the final global settings, so a config never exceeds its budget in the worst cas
   to one 128 MB chunk; only then the buffers go below their defaults, at most to a quarter.
 Per-session buffers below the server's defaults spill ordinary sorts and joins to disk, while
 a smaller pool only caches less: the pool gives first. Every changed line says what it was
-and why it changed; a budget nothing fits is the caller's to refuse (smallest_fitting_budget).
+and why it changed; a budget nothing fits is the caller's to refuse (rules/budget_search.py).
 """
 
 from __future__ import annotations
 
+from pmem_advisor.engines import api
 from pmem_advisor.errors import UnknownKnobError, UsageError
-from pmem_advisor.rules.combine import Recommendation, Setting
 from pmem_advisor.rules.memory import (
     BUDGET_SHARE,
     KB,
@@ -33,6 +33,7 @@ from pmem_advisor.rules.memory import (
     worst_case,
 )
 from pmem_advisor.rules.model import Bytes
+from pmem_advisor.rules.result import Recommendation, Setting
 
 RULE = "MEM-FIT"
 SOURCE = "worst-case memory (rules/memory.py)"
@@ -65,17 +66,10 @@ def fit_memory(rec: Recommendation, view) -> MemoryEstimate | None:
     of the budget. Each engine fits its own (``Engine.fit_memory``); None: the engine has no
     memory model."""
     budget = fitted_budget(rec.facts.memory_bytes)
-    if rec.facts.engine == "postgres":
-        fit_postgres(rec, view, budget)
-    elif rec.facts.engine == "mysql":
-        fit_mysql(rec, view, budget)
-    else:
-        from pmem_advisor.engines.registry import get_engine
-
-        engine = get_engine(rec.facts.engine)
-        engine.fit_memory(rec, view, budget)
-        if engine.kind == "advice" and estimate(rec, view) is None:
-            return None  # nothing is sized here: the findings say what to set
+    engine = api.get_engine(rec.facts.engine)
+    engine.fit_memory(rec, view, budget)
+    if engine.kind == "advice" and estimate(rec, view) is None:
+        return None  # nothing is sized here: the findings say what to set
     est = estimate(rec, view)
     if est is None:
         rec.notes.append(f"worst-case memory: pmem-advisor has no memory model for "
@@ -119,7 +113,7 @@ def fit_postgres(rec: Recommendation, view, budget: int) -> None:
     if rec.setting("shared_buffers") is not None:  # the pool may have given some: fit again
         settings = {s.name: s.value for s in rec.settings}
         fit = pg_work_mem_to_fit(budget, settings, version=f.version, catalog=view.catalog)
-    _put(rec, view, "work_mem", Bytes(fit),
+    put_setting(rec, view, "work_mem", Bytes(fit),
          f"lowered from {current.text if current else 'the default'} so the worst case fits: "
          f"{before.describe()} would exceed the {gib(budget)} budget")
 
@@ -139,58 +133,16 @@ def _pg_shrink_pool(rec: Recommendation, view, budget: int, before: MemoryEstima
     want = have - (est.total_bytes - budget)
     new = max(floor, want // MB * MB)
     if new < have:
-        _put(rec, view, "shared_buffers", Bytes(new),
+        put_setting(rec, view, "shared_buffers", Bytes(new),
              f"lowered from {pool.text} so work_mem keeps the server's 4MB default and "
              f"{est.connections} connections fit the {gib(budget)} budget (a smaller cache "
              "costs less than sorts spilling to disk)")
     if want < floor:
         return False
-    _put(rec, view, "work_mem", Bytes(PG_WORK_MEM_FLOOR),
+    put_setting(rec, view, "work_mem", Bytes(PG_WORK_MEM_FLOOR),
          f"the server's default: {before.describe()} would exceed the {gib(budget)} budget; "
          "shared_buffers gave the rest")
     return True
-
-
-def smallest_fitting_budget(facts, *, catalog=None, limit: int = 1 << 52) -> int | None:
-    """The smallest memory budget (bytes, a multiple of 64 MiB) whose recommendation fits its
-    worst case, with the same connections and everything else as ``facts``; None above
-    ``limit``. The recommendation's global buffers grow with the budget (shared_buffers is a
-    quarter of it), so the candidate is raised until it holds."""
-    from dataclasses import replace
-
-    from pmem_advisor.rules.combine import recommend
-
-    step = 64 * MB
-    budget = max(step, facts.memory_bytes)
-    while budget <= limit:
-        rec = recommend(replace(facts, memory_bytes=budget), catalog=catalog)
-        if rec.memory is None or rec.memory.total_bytes <= fitted_budget(budget):
-            return budget
-        need = int(rec.memory.total_bytes / BUDGET_SHARE)
-        budget = max(budget + step, -(-need // step) * step)
-    return None
-
-
-def most_clients_that_fit(facts, *, catalog=None) -> int | None:
-    """The most --clients whose recommendation fits the budget of ``facts`` (None: not even
-    one). Connections only ever add memory, so a bisection finds it."""
-    from dataclasses import replace
-
-    from pmem_advisor.rules.combine import recommend
-
-    def fits(clients: int) -> bool:
-        rec = recommend(replace(facts, clients=clients), catalog=catalog)
-        return rec.memory is None or rec.memory.total_bytes <= fitted_budget(facts.memory_bytes)
-
-    if not fits(1):
-        return None
-    lo, hi = 1, max(2, facts.clients or 1000)
-    while fits(hi) and hi < 1 << 20:
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
 
 
 def _pg_fewer_connections(rec: Recommendation, view, budget: int,
@@ -206,10 +158,10 @@ def _pg_fewer_connections(rec: Recommendation, view, budget: int,
     if conns < MIN_CONNECTIONS:
         return False
     was = rec.setting("max_connections")
-    _put(rec, view, "work_mem", Bytes(PG_WORK_MEM_FLOOR),
+    put_setting(rec, view, "work_mem", Bytes(PG_WORK_MEM_FLOOR),
          f"set to pgtune's 4MB floor (less spills every sort and hash to disk): "
          f"{before.describe()} would exceed the {gib(budget)} budget")
-    _put(rec, view, "max_connections", int(conns),
+    put_setting(rec, view, "max_connections", int(conns),
          f"lowered from {was.text if was else 'the default'} to what the {gib(budget)} budget "
          f"holds at work_mem 4MB ({mib(est.per_connection_bytes)} per connection); pass "
          "--clients to size it yourself, pool connections (pgbouncer) above it")
@@ -246,7 +198,7 @@ def _scale_mysql_buffers(rec: Recommendation, view, est: MemoryEstimate, budget:
         elif default is not None and new < default:
             why += (", below the server's default: the buffer pool is at its 128 MB floor; "
                     "pool connections (a thread pool or proxy) to give sorts their memory")
-        _put(rec, view, knob, Bytes(new),
+        put_setting(rec, view, knob, Bytes(new),
              f"scaled to {new / base:.0%} {why} so {est.connections} connections fit the "
              f"{gib(budget)} budget (worst case was {gib(est.total_bytes)})")
 
@@ -271,12 +223,12 @@ def _shrink_pool(rec: Recommendation, view, est: MemoryEstimate, budget: int) ->
     rest = est.total_bytes - int(pool_part * overhead)
     new = int((budget - rest) / overhead) // POOL_CHUNK * POOL_CHUNK
     new = max(POOL_CHUNK, new)
-    _put(rec, view, "innodb_buffer_pool_size", Bytes(new),
+    put_setting(rec, view, "innodb_buffer_pool_size", Bytes(new),
          f"lowered from {gib(pool_part)} so the worst case ({gib(est.total_bytes)} with "
          f"{est.connections} connections) fits the {gib(budget)} budget")
 
 
-def _put(rec: Recommendation, view, name: str, value, why: str) -> None:
+def put_setting(rec: Recommendation, view, name: str, value, why: str) -> None:
     """Change (or add) one setting, keeping the earlier reason in front of the new one."""
     try:
         base = view.to_base(name, value)

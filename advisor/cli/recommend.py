@@ -155,11 +155,8 @@ def refuse_unfittable(rec) -> None:
     bad input (exit 2) naming the smallest budget that fits the same connections (and the
     most clients this budget holds): a file our own check fails is never written."""
     from pmem_advisor.probes.summary import human_bytes
-    from pmem_advisor.rules.fit import (
-        fitted_budget,
-        most_clients_that_fit,
-        smallest_fitting_budget,
-    )
+    from pmem_advisor.rules.budget_search import most_clients_that_fit, smallest_fitting_budget
+    from pmem_advisor.rules.fit import fitted_budget
 
     est, f = rec.memory, rec.facts
     if est is None or est.total_bytes <= fitted_budget(f.memory_bytes):

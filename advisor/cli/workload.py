@@ -10,7 +10,7 @@ from rich.table import Table
 
 from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
 from pmem_advisor.errors import EnvironmentProblem, InputError, ServerError, UsageError
-from pmem_advisor.workloads.registry import WORKLOADS, get_workload, workload_class
+from pmem_advisor.workloads.registry import all_workloads, get_workload, workload_class
 
 workload_app = typer.Typer(
     help="Named benchmark workloads: list them, run one on a managed server.",
@@ -40,7 +40,7 @@ def _describe(name: str, cls: object = None, engines: list[str] | None = None) -
 @workload_app.command("list")
 def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List the named workloads, their engines and what --scale means for each."""
-    rows = [_describe(n) for n in WORKLOADS] + _engine_rows()
+    rows = [_describe(n) for n in all_workloads()] + _engine_rows()
     if json_out:
         print_json(rows, "pmem-advisor.workloads/1", key="workloads")
         return

@@ -52,7 +52,7 @@ class LiveSizing(Check):
         rec = inp.advice
         if rec is None or inp.source != "server" or inp.budget is None:
             return []
-        from pmem_advisor.engines.registry import get_engine
+        from pmem_advisor.engines.api import get_engine
 
         out = []
         budget = gib(inp.budget.memory_bytes)

@@ -9,7 +9,8 @@ import pytest
 
 from pmem_advisor.errors import EXIT_USAGE
 from pmem_advisor.rules import build_facts, recommend
-from pmem_advisor.rules.fit import fitted_budget, smallest_fitting_budget
+from pmem_advisor.rules.budget_search import smallest_fitting_budget
+from pmem_advisor.rules.fit import fitted_budget
 from tests.rules.machines import make_profile
 
 MB, GB = 1 << 20, 1 << 30

@@ -16,6 +16,8 @@ from typing import Any
 
 from pmem_advisor.engines.base import Engine
 from pmem_advisor.errors import UsageError
+from pmem_advisor.knobs.catalog import Catalog
+from pmem_advisor.knobs.emit import EmittedConfig, Header, checked, header_lines, one_line
 
 # OS-step texts of the rules (PM084, PM082, PM090) that map onto a config file of the engine
 _MSSQL_SET = re.compile(r"mssql-conf set (?P<section>[a-z]+)\.(?P<key>[a-z]+) (?P<value>\d+)\b")
@@ -38,8 +40,6 @@ class AdviceEngine(Engine):
 
     # -- knobs: none ---------------------------------------------------------------------
     def catalog(self, flavour: str | None = None, version: str | None = None):
-        from pmem_advisor.knobs.catalog import Catalog
-
         fl = self.resolve_flavour(flavour, version)
         return Catalog(engine=self.name, flavour=fl, title=self.title,
                        version=version or "any", knobs={}, absent={})
@@ -48,8 +48,6 @@ class AdviceEngine(Engine):
              fragment: bool = True):
         """A commented snippet: the header (whose notes carry the rules' OS steps), then the
         lines of those steps that belong in the engine's config file, uncommented."""
-        from pmem_advisor.knobs.emit import EmittedConfig, Header, checked, header_lines, one_line
-
         header = header or Header()
         catalog = catalog or self.catalog(header.flavour or None, header.version or None)
         if settings:  # the catalog is empty: nothing can be set through it

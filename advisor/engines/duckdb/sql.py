@@ -13,7 +13,14 @@ import re
 from typing import Any
 
 from pmem_advisor.errors import UnknownKnobError, UsageError
-from pmem_advisor.knobs.emit import EmittedConfig, Header, one_line, resolve_settings
+from pmem_advisor.knobs.emit import (
+    EmittedConfig,
+    Header,
+    checked,
+    header_lines,
+    one_line,
+    resolve_settings,
+)
 
 # Names DuckDB accepts for one setting; the catalog knows the canonical one.
 NAME_ALIASES = {"worker_threads": "threads"}
@@ -46,8 +53,6 @@ def value_sql(knob: Any, value: Any) -> str:
 
 def emit_sql(settings: list, header: Header, *, catalog: Any) -> EmittedConfig:
     """The SET file: header, usage snippet, one statement per setting with its reason."""
-    from pmem_advisor.knobs.emit import checked, header_lines
-
     resolved, warnings = resolve_settings(settings, catalog)
     lines = header_lines(header, catalog, "DuckDB settings (SQL SET statements)", "--")
     lines += list(USAGE) + [""]
