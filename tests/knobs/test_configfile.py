@@ -3,7 +3,8 @@ editors on Windows write) are read as encoding, never as part of a name or a val
 
 from __future__ import annotations
 
-from pmem_advisor.knobs import parse_mycnf, parse_postgresql_conf
+from pmem_advisor.engines.mysql.parse import parse_mycnf
+from pmem_advisor.engines.postgres.parse import parse_postgresql_conf
 from pmem_advisor.knobs.configfile import config_text
 
 BOM = b"\xef\xbb\xbf"
