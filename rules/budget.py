@@ -41,6 +41,9 @@ class Budget:
     cpu_list: list[int] | None = None  # the CPUs the server may run on, when restricted
     memory_file: str | None = None  # the file the memory limit was read from
     cpus_file: str | None = None
+    # --memory/--cpus describe another host than the probed one (target sizing): what the
+    # probe saw of this machine (its huge page pool, say) says nothing of that host
+    target_host: bool = False
 
     @property
     def whole_cpus(self) -> int:
@@ -143,7 +146,9 @@ def effective_budget(profile: dict, *, memory_bytes: int | None = None,
     # min() keeps the first of equal values: the host, then the cgroup, then the user's flag.
     mem, mem_src, mem_file = min(mem_candidates, key=lambda c: c[0])
     ncpus, cpu_src, cpu_file = min(cpu_candidates, key=lambda c: c[0])
+    target_host = False
     if target and memory_bytes and int(memory_bytes) > mem:
+        target_host = True
         notes.append(f"--memory {human_bytes(int(memory_bytes))} sizes for a target host: "
                      f"the probed machine has {human_bytes(mem)} ({mem_src})")
         mem, mem_src, mem_file = int(memory_bytes), "--memory", None
@@ -151,6 +156,7 @@ def effective_budget(profile: dict, *, memory_bytes: int | None = None,
         notes.append(f"--memory {human_bytes(int(memory_bytes))} is more than the "
                      f"{mem_src} allows: using {human_bytes(mem)}")
     if target and cpus and float(cpus) > ncpus:
+        target_host = True
         notes.append(f"--cpus {cpus:g} sizes for a target host: the probed machine has "
                      f"{ncpus:g} ({cpu_src})")
         ncpus, cpu_src, cpu_file = float(cpus), "--cpus", None
@@ -167,7 +173,7 @@ def effective_budget(profile: dict, *, memory_bytes: int | None = None,
                   nodes=nodes, host_memory_bytes=host_mem, host_cpus=host_cpus, notes=notes,
                   nodes_source=nodes_source,
                   cpu_list=cpu_list if cpu_list and len(cpu_list) < host_cpus else None,
-                  memory_file=mem_file, cpus_file=cpu_file)
+                  memory_file=mem_file, cpus_file=cpu_file, target_host=target_host)
 
 
 def _hugepage_note(limits: dict) -> str | None:
