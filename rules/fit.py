@@ -205,16 +205,13 @@ def _scale_mysql_buffers(rec: Recommendation, view, est: MemoryEstimate, budget:
 
 def _default_bytes(view, name: str) -> int | None:
     """The server's default of a size knob in bytes (None: unknown to the catalog)."""
-    from pmem_advisor.errors import UnknownKnobError
-    from pmem_advisor.knobs.units import BASE_BYTES
+    from pmem_advisor.knobs.units import size_bytes
 
     try:
         knob = view.knob(name)
     except UnknownKnobError:
         return None
-    if knob is None or not isinstance(knob.default, int | float) or knob.default < 0:
-        return None
-    return int(knob.default * BASE_BYTES.get(knob.unit or "B", 1))
+    return size_bytes(knob, getattr(knob, "default", None))
 
 
 def _shrink_pool(rec: Recommendation, view, est: MemoryEstimate, budget: int) -> None:

@@ -33,12 +33,9 @@ PLANNER_HINTS = ("effective_cache_size",)  # memory the planner assumes, not all
 
 def _bytes(inp: CheckInput, name: str, value) -> int | None:
     """A size knob's value (its base unit) in bytes."""
-    from pmem_advisor.knobs.units import BASE_BYTES
+    from pmem_advisor.knobs.units import size_bytes
 
-    knob = inp.knob(name)
-    if knob is None or knob.type != "size" or not isinstance(value, int | float) or value < 0:
-        return None
-    return int(value * BASE_BYTES.get(knob.unit or "B", 1))
+    return size_bytes(inp.knob(name), value)
 
 
 class LiveSizing(Check):
