@@ -1,5 +1,6 @@
-"""No false FAIL on configs others write: pgtune's output for hosts from 4 to 256 GB, and the
-distribution's own files, checked on the host they were written for (--memory/--cpus).
+"""No false FAIL on configs others write: pgtune's and timescaledb-tune's output for hosts from
+4 to 256 GB, and the distribution's own files, checked on the host they were written for
+(--memory/--cpus).
 
 A CI gate with false FAILs gets switched off. FAIL means the server refuses to start, loses
 data or cannot hold its static memory; a config pgtune writes for a host does none of these
@@ -129,6 +130,45 @@ def test_pgtune_grid_gets_no_fail(run_cli, tmp_path, version, kind, conns):
         assert code == 0
         assert doc["budget"][0].startswith(f"memory: {mem_gb}.0 GiB from --memory")
         assert doc["budget"][1].startswith(f"cpus: {cpus} from ")
+
+
+# ---------------------------------------------------------------- timescaledb-tune, as published
+def timescaledb_tune(mem_gb: int, cpus: int, conns: int) -> dict[str, str]:
+    """timescaledb-tune's memory, parallelism and misc groups for Linux (timescale/
+    timescaledb-tune, pkg/pgtune/memory.go, parallel.go, misc.go), values in kB."""
+    kb = mem_gb << 20
+    work_mem = mem_gb * (6.4 * 20 * 1024 / conns) / round(cpus / 2)  # kB, per its memory.go
+    locks = next((v for limit, v in ((32, "512"), (16, "256"), (8, "128")) if mem_gb >= limit),
+                 "64")
+    return {
+        "shared_preload_libraries": "'timescaledb'",
+        "shared_buffers": f"{kb // 4}kB",
+        "effective_cache_size": f"{kb * 3 // 4}kB",
+        "maintenance_work_mem": f"{min(mem_gb * 128 * 1024, 2047 * 1024)}kB",
+        "work_mem": f"{int(work_mem)}kB",
+        "timescaledb.max_background_workers": "8",
+        "max_worker_processes": str(3 + 8 + cpus),
+        "max_parallel_workers_per_gather": str(round(cpus / 2)),
+        "max_parallel_workers": str(cpus),
+        "default_statistics_target": "500",
+        "random_page_cost": "1.1",
+        "checkpoint_completion_target": "0.9",
+        "max_connections": str(max(100, conns)),
+        "max_locks_per_transaction": locks,
+        "effective_io_concurrency": "200",
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", [14, 16, 17])
+def test_timescaledb_tune_configs_get_no_fail(run_cli, tmp_path, version):
+    for mem_gb, cpus in HOSTS:
+        conf = _write(tmp_path / f"tstune-{mem_gb}-{cpus}.conf",
+                      timescaledb_tune(mem_gb, cpus, 100))
+        code, found, _ = _check(run_cli, "--db", "postgres", "--version", str(version),
+                                "--config", str(conf), "--memory", f"{mem_gb}G",
+                                "--cpus", str(cpus), "--profile", PROFILE)
+        assert code == 0 and not _fails(found), (mem_gb, cpus, _fails(found))
 
 
 # ---------------------------------------------------------------- the distribution's files
