@@ -68,10 +68,18 @@ def _open_regular(path: str, origin: str | None = None):
     return os.fdopen(fd, "rb")
 
 
+def config_text(data: bytes) -> str:
+    """A config file's bytes as text: UTF-8, a byte-order mark and CRLF line ends read as the
+    encoding they are (editors on Windows write both), never as part of the first name or of
+    a value."""
+    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    return text.replace("\r\n", "\n")
+
+
 def read_head(path: str, limit: int = 64 << 10) -> str:
     """The first ``limit`` bytes of a config file as text (to guess its format)."""
     with _open_regular(path) as f:
-        return f.read(limit).decode("utf-8", errors="replace")
+        return config_text(f.read(limit))
 
 
 def refuse_if_not_regular(path: str) -> None:
@@ -98,4 +106,4 @@ def read_config_file(path: str, result: ConfigFile, depth: int, origin: str | No
     if b"\0" in data:
         raise InputError(f"{path}: binary data (NUL byte) in {what}")
     result.files.append(path)
-    return data.decode("utf-8", errors="replace")
+    return config_text(data)

@@ -18,6 +18,15 @@ BASE_BYTES = {"B": 1, "kB": 1024, "8kB": 8192, "MB": 1024**2}
 BASE_US = {"us": 1, "ms": 1000, "s": 1000**2, "min": 60 * 1000**2}
 MY_SUFFIX = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5, "E": 1024**6}
 
+
+def size_bytes(knob, value) -> int | None:
+    """A size knob's value, in its base unit (8 kB pages, kB, bytes), as bytes; None for a
+    knob that is not a size and for a negative sentinel (-1: "auto" / "same as")."""
+    if knob is None or knob.type != "size" or isinstance(value, bool) \
+            or not isinstance(value, int | float) or value < 0:
+        return None
+    return int(value * BASE_BYTES.get(knob.unit or "B", 1))
+
 _PG_NUMBER = re.compile(r"^\s*([-+]?(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?))"
                         r"\s*([A-Za-z]*)\s*$")
 _MY_NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)([kKmMgGtTpPeE]?)\s*$")

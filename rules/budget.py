@@ -41,6 +41,9 @@ class Budget:
     cpu_list: list[int] | None = None  # the CPUs the server may run on, when restricted
     memory_file: str | None = None  # the file the memory limit was read from
     cpus_file: str | None = None
+    # --memory/--cpus describe another host than the probed one (target sizing): what the
+    # probe saw of this machine (its huge page pool, say) says nothing of that host
+    target_host: bool = False
 
     @property
     def whole_cpus(self) -> int:
@@ -72,8 +75,13 @@ def _node(profile: dict, node: int) -> dict | None:
 
 
 def effective_budget(profile: dict, *, memory_bytes: int | None = None,
-                     cpus: float | None = None, numa_node: int | None = None) -> Budget:
-    """The budget for a server on the machine of ``profile`` (a probe profile)."""
+                     cpus: float | None = None, numa_node: int | None = None,
+                     target: bool = False) -> Budget:
+    """The budget for a server on the machine of ``profile`` (a probe profile).
+
+    ``target``: ``--memory``/``--cpus`` describe the host the config is for (recommend and
+    check size for any host, as pgtune does), so a flag is the budget whatever the probed
+    machine has; without it (a server started here: tune) a flag only tightens."""
     limits = profile.get("limits") or {}
     sources = limits.get("sources") or {}
     notes: list[str] = []
@@ -138,10 +146,22 @@ def effective_budget(profile: dict, *, memory_bytes: int | None = None,
     # min() keeps the first of equal values: the host, then the cgroup, then the user's flag.
     mem, mem_src, mem_file = min(mem_candidates, key=lambda c: c[0])
     ncpus, cpu_src, cpu_file = min(cpu_candidates, key=lambda c: c[0])
-    if memory_bytes and int(memory_bytes) > mem:
+    target_host = False
+    if target and memory_bytes and int(memory_bytes) > mem:
+        target_host = True
+        notes.append(f"--memory {human_bytes(int(memory_bytes))} sizes for a target host: "
+                     f"the probed machine has {human_bytes(mem)} ({mem_src})")
+        mem, mem_src, mem_file = int(memory_bytes), "--memory", None
+    elif memory_bytes and int(memory_bytes) > mem:
         notes.append(f"--memory {human_bytes(int(memory_bytes))} is more than the "
                      f"{mem_src} allows: using {human_bytes(mem)}")
-    if cpus and float(cpus) > ncpus:
+    if target and cpus and float(cpus) > ncpus:
+        target_host = True
+        notes.append(f"--cpus {cpus:g} sizes for a target host: the probed machine has "
+                     f"{ncpus:g} ({cpu_src})")
+        ncpus, cpu_src, cpu_file = float(cpus), "--cpus", None
+        cpu_list = None  # this machine's cpuset says nothing of the target's CPUs
+    elif cpus and float(cpus) > ncpus:
         notes.append(f"--cpus {cpus:g} is more than the {cpu_src} allows: using {ncpus:g}")
     notes += list(limits.get("notes") or [])
     for w in limits.get("warnings") or []:
@@ -153,7 +173,7 @@ def effective_budget(profile: dict, *, memory_bytes: int | None = None,
                   nodes=nodes, host_memory_bytes=host_mem, host_cpus=host_cpus, notes=notes,
                   nodes_source=nodes_source,
                   cpu_list=cpu_list if cpu_list and len(cpu_list) < host_cpus else None,
-                  memory_file=mem_file, cpus_file=cpu_file)
+                  memory_file=mem_file, cpus_file=cpu_file, target_host=target_host)
 
 
 def _hugepage_note(limits: dict) -> str | None:
@@ -165,3 +185,23 @@ def _hugepage_note(limits: dict) -> str | None:
         return (f"{human_bytes(reserved)} of it is reserved as huge pages: only a server using "
                 "huge pages (huge_pages / large_pages) can use that part")
     return None
+
+
+def target_line(*, memory: int | None, cpus: float | None, medium: str | None,
+                version: str | None, flavour: str | None, probed: str,
+                verb: str = "sizes") -> str | None:
+    """"sizes for a target host: 64.0 GiB RAM (--memory), 16 CPUs (--cpus), ...; the rest
+    from this machine": which value came from which flag, when any did (None otherwise).
+    ``verb``: what the command does for that host (recommend sizes, check checks)."""
+    given = []
+    if memory:
+        given.append(f"{human_bytes(int(memory))} RAM (--memory)")
+    if cpus:
+        given.append(f"{cpus:g} CPUs (--cpus)")
+    if medium:
+        given.append(f"data on {medium} (--medium)")
+    if version:
+        given.append(f"{flavour or 'server'} {version} (--version)")
+    if not given:
+        return None
+    return f"{verb} for a target host: {', '.join(given)}; the rest from {probed}"

@@ -326,6 +326,7 @@ def _path_facts(profile: dict, role: str, path: str, e: dict, matched: str) -> P
 
 
 MEDIA = ("pmem", "cxl", "nvme", "ssd", "hdd", "tmpfs")
+TARGET_DATA_DIR = "<data dir>"  # --medium without --data-dir: the target's, path unknown
 
 
 def with_medium(p: PathFacts, medium: str) -> PathFacts:
@@ -341,6 +342,10 @@ def parse_media(text: str | None, data_dir: str | None,
     """--medium CLASS (the data directory's) or PATH=CLASS[,PATH=CLASS] -> (data's, WAL's)."""
     if not text:
         return None, None
+    for item in text.split(","):  # every class, also one no directory is given for
+        cls = item.rpartition("=")[2].strip()
+        if cls not in MEDIA:
+            raise UsageError(f"--medium {cls!r} is not a medium: use one of {', '.join(MEDIA)}")
     if "=" not in text:
         return text.strip(), None
     found: dict[str, str] = {}
@@ -375,8 +380,11 @@ def build_facts(profile: dict, *, engine: str | None, flavour: str | None = None
                 clients: int | None = None, allow_unsafe: bool = False,
                 root: str | None = None, medium: str | None = None,
                 numa_node: int | None = None, features=(),
-                interleave_cpuless: bool = False) -> Facts:
-    """Facts for the rules; raises UsageError/InputError with one line on bad input."""
+                interleave_cpuless: bool = False, target: bool = False) -> Facts:
+    """Facts for the rules; raises UsageError/InputError with one line on bad input.
+
+    ``target``: ``--memory``/``--cpus``/``--medium`` describe the host the config is for,
+    whatever the probed machine has (recommend, check); see rules.budget.effective_budget."""
     validate_profile(profile)
     if engine is not None and engine not in known_engines():
         raise UsageError(f"engine {engine!r} is not one of {', '.join(known_engines())}")
@@ -389,11 +397,16 @@ def build_facts(profile: dict, *, engine: str | None, flavour: str | None = None
     cpu = profile.get("cpu") or {}
     logical = int(cpu.get("threads") or os.cpu_count() or 1)
     physical = int(cpu.get("cores") or logical)
-    mem, use_cpus, mem_source, notes = _budget(profile, memory_bytes, cpus, numa_node, logical)
+    mem, use_cpus, mem_source, notes = _budget(profile, memory_bytes, cpus, numa_node, logical,
+                                               target)
+    if use_cpus > logical:  # a bigger target host: this machine's share of cores per thread
+        physical = max(1, use_cpus * physical // logical)
     if not mem:
         raise InputError("profile has no memory.total_bytes; pass --memory SIZE")
     data_medium, wal_medium = parse_media(medium, data_dir, wal_dir)
     data = resolve_path(profile, data_dir, "data", root) if data_dir else None
+    if data is None and data_medium:  # the target's medium, wherever its data directory is
+        data = PathFacts(role="data", path=TARGET_DATA_DIR)
     if data is not None and data_medium:
         data = with_medium(data, data_medium)
     if wal_dir:
@@ -435,7 +448,7 @@ def build_facts(profile: dict, *, engine: str | None, flavour: str | None = None
 
 
 def _budget(profile: dict, memory_bytes: int | None, cpus: int | None, numa_node: int | None,
-            logical: int) -> tuple[int, int, str, list[str]]:
+            logical: int, target: bool = False) -> tuple[int, int, str, list[str]]:
     """Memory and CPUs the server gets: PROBE's effective budget (cgroup, cpuset, node, the
     user's flags) when rules/budget.py is there, else the host's or the user's values."""
     try:
@@ -443,7 +456,8 @@ def _budget(profile: dict, memory_bytes: int | None, cpus: int | None, numa_node
     except ImportError:  # pragma: no cover - the budget module ships with the rules
         mem = memory_bytes or int((profile.get("memory") or {}).get("total_bytes") or 0)
         return mem, cpus or logical, "--memory" if memory_bytes else "host", []
-    b = effective_budget(profile, memory_bytes=memory_bytes, cpus=cpus, numa_node=numa_node)
+    b = effective_budget(profile, memory_bytes=memory_bytes, cpus=cpus, numa_node=numa_node,
+                         target=target)
     notes = [f"budget: {line}" for line in b.describe()
              if b.memory_source != "host MemTotal" or not line.startswith(("memory:", "cpus:"))]
     return b.memory_bytes, b.whole_cpus, b.memory_source, notes

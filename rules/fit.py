@@ -6,13 +6,16 @@ node the server is bound to) has. This last step re-derives the per-connection m
 the final global settings, so a config never exceeds its budget in the worst case:
 
 - PostgreSQL: work_mem becomes the largest value whose worst case fits (it scales with every
-  connection and parallel worker). Below pgtune's 4 MB floor, when the user gave no --clients,
-  work_mem stays at 4 MB and max_connections drops to what the budget holds; otherwise (or
-  below MIN_CONNECTIONS) the note says to pool connections.
+  connection and parallel worker). Below the server's default (4 MB, also pgtune's floor),
+  when the user gave no --clients, work_mem stays there and max_connections drops to what the
+  budget holds; with --clients shared_buffers gives first, down to its own default (128 MB),
+  and only then work_mem goes below 4 MB (the note says to pool connections).
 - MySQL/MariaDB: the per-connection buffers (sort, join, read, read_rnd, in-memory temporary
-  tables) are scaled down together, at most to a quarter of their value; then the buffer pool
-  gives up the rest.
-Every changed line says what it was and why it changed.
+  tables) are scaled down together to the server's defaults; then the buffer pool gives, down
+  to one 128 MB chunk; only then the buffers go below their defaults, at most to a quarter.
+Per-session buffers below the server's defaults spill ordinary sorts and joins to disk, while
+a smaller pool only caches less: the pool gives first. Every changed line says what it was
+and why it changed; a budget nothing fits is the caller's to refuse (rules/budget_search.py).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ PG_WORK_MEM_FLOOR = 4 * MB  # pgtune's floor: below it ordinary sorts and hashes
 MIN_CONNECTIONS = 20  # fewer is no longer a server for an application: say pool instead
 MIN_SCALE = 0.25  # below a quarter of the defaults queries spill to disk for ordinary sorts
 POOL_CHUNK = 128 * MB  # InnoDB rounds the pool to chunk x instances; 128 MB is the default chunk
+PG_POOL_FLOOR = 128 * MB  # shared_buffers' default: the pool gives to work_mem down to here
 
 
 def estimate(rec: Recommendation, view) -> MemoryEstimate:
@@ -79,13 +83,17 @@ def fit_memory(rec: Recommendation, view) -> MemoryEstimate | None:
 
 
 def fit_mysql(rec: Recommendation, view, budget: int) -> None:
-    """MySQL/MariaDB: scale the per-connection buffers down together, then the pool."""
+    """MySQL/MariaDB: the per-connection buffers down to the server's defaults, then the pool,
+    then the buffers below their defaults."""
     est = estimate(rec, view)
     if est.total_bytes > budget:
-        _scale_mysql_buffers(rec, view, est, budget)
+        _scale_mysql_buffers(rec, view, est, budget, at_least_default=True)
         est = estimate(rec, view)
     if est.total_bytes > budget:
         _shrink_pool(rec, view, est, budget)
+        est = estimate(rec, view)
+    if est.total_bytes > budget:
+        _scale_mysql_buffers(rec, view, est, budget, at_least_default=False)
 
 
 def fit_postgres(rec: Recommendation, view, budget: int) -> None:
@@ -100,9 +108,41 @@ def fit_postgres(rec: Recommendation, view, budget: int) -> None:
     if fit < PG_WORK_MEM_FLOOR and not f.clients and _pg_fewer_connections(rec, view, budget,
                                                                           before):
         return
+    if fit < PG_WORK_MEM_FLOOR and _pg_shrink_pool(rec, view, budget, before):
+        return
+    if rec.setting("shared_buffers") is not None:  # the pool may have given some: fit again
+        settings = {s.name: s.value for s in rec.settings}
+        fit = pg_work_mem_to_fit(budget, settings, version=f.version, catalog=view.catalog)
     put_setting(rec, view, "work_mem", Bytes(fit),
          f"lowered from {current.text if current else 'the default'} so the worst case fits: "
          f"{before.describe()} would exceed the {gib(budget)} budget")
+
+
+def _pg_shrink_pool(rec: Recommendation, view, budget: int, before: MemoryEstimate) -> bool:
+    """shared_buffers gives what work_mem at the server's default (4 MB) needs, down to its own
+    default (PG_POOL_FLOOR). True when that fits (work_mem is set to 4 MB); False: the pool
+    went as low as it may and work_mem must go below its default."""
+    pool = rec.setting("shared_buffers")
+    if pool is None:
+        return False
+    settings = {s.name: s.value for s in rec.settings}
+    settings["work_mem"] = Bytes(PG_WORK_MEM_FLOOR)
+    est = worst_case("postgres", settings, version=rec.facts.version, catalog=view.catalog)
+    have = next(p.bytes for p in est.parts if p.name == "shared_buffers")
+    floor = min(have, PG_POOL_FLOOR)
+    want = have - (est.total_bytes - budget)
+    new = max(floor, want // MB * MB)
+    if new < have:
+        put_setting(rec, view, "shared_buffers", Bytes(new),
+             f"lowered from {pool.text} so work_mem keeps the server's 4MB default and "
+             f"{est.connections} connections fit the {gib(budget)} budget (a smaller cache "
+             "costs less than sorts spilling to disk)")
+    if want < floor:
+        return False
+    put_setting(rec, view, "work_mem", Bytes(PG_WORK_MEM_FLOOR),
+         f"the server's default: {before.describe()} would exceed the {gib(budget)} budget; "
+         "shared_buffers gave the rest")
+    return True
 
 
 def _pg_fewer_connections(rec: Recommendation, view, budget: int,
@@ -128,7 +168,10 @@ def _pg_fewer_connections(rec: Recommendation, view, budget: int,
     return True
 
 
-def _scale_mysql_buffers(rec: Recommendation, view, est: MemoryEstimate, budget: int) -> None:
+def _scale_mysql_buffers(rec: Recommendation, view, est: MemoryEstimate, budget: int, *,
+                         at_least_default: bool) -> None:
+    """Scale the per-connection buffers down together; ``at_least_default``: none below the
+    server's default (the pool gives next), else down to MIN_SCALE of each one's value."""
     parts = {p.name: p.bytes for p in est.parts if p.per_connection}
     scalable = sum(parts.get(part, 0) for part in set(MY_SCALABLE.values()))
     fixed = est.per_connection_bytes - scalable
@@ -145,10 +188,30 @@ def _scale_mysql_buffers(rec: Recommendation, view, est: MemoryEstimate, budget:
         if knob == "max_heap_table_size" and part not in parts:
             continue
         new = max(16 * KB, int(base * factor) // KB * KB)
+        default = _default_bytes(view, knob)
+        why = "with the other per-connection buffers"
+        if at_least_default and default is not None:
+            if base <= default:
+                continue  # at or below the server's default already: the pool gives first
+            if new < default:
+                new, why = default, "to the server's default (the buffer pool gives the rest)"
+        elif default is not None and new < default:
+            why += (", below the server's default: the buffer pool is at its 128 MB floor; "
+                    "pool connections (a thread pool or proxy) to give sorts their memory")
         put_setting(rec, view, knob, Bytes(new),
-             f"scaled to {factor:.0%} with the other per-connection buffers so "
-             f"{est.connections} connections fit the {gib(budget)} budget "
-             f"(worst case was {gib(est.total_bytes)})")
+             f"scaled to {new / base:.0%} {why} so {est.connections} connections fit the "
+             f"{gib(budget)} budget (worst case was {gib(est.total_bytes)})")
+
+
+def _default_bytes(view, name: str) -> int | None:
+    """The server's default of a size knob in bytes (None: unknown to the catalog)."""
+    from pmem_advisor.knobs.units import size_bytes
+
+    try:
+        knob = view.knob(name)
+    except UnknownKnobError:
+        return None
+    return size_bytes(knob, getattr(knob, "default", None))
 
 
 def _shrink_pool(rec: Recommendation, view, est: MemoryEstimate, budget: int) -> None:

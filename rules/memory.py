@@ -17,6 +17,15 @@ choices, not manual facts, are module constants with their reason:
 - ``JOIN_BUFFERS``: MySQL allocates one join buffer per table joined without an index; one per
   query is the common case the manual's examples size for.
 
+Beside the worst case, two figures a DBA judges a config by (``MemoryEstimate``):
+
+- ``static_bytes``: what the server allocates at start and holds (shared_buffers, the InnoDB
+  buffer pool, a memtx arena): above the budget the server cannot even run its idle load.
+- ``realistic_peak``: the sessions that can run at once (``ACTIVE_PER_CPU`` per CPU, at most
+  max_connections) each at its full per-query memory, plus every global and background term.
+  The all-connections-at-maximum worst case is the bound recommend sizes to; a config that
+  only exceeds it is a risk under load, not a server that cannot run.
+
 Not counted (small or not bounded by a knob): PostgreSQL's per-backend catalog/plan caches,
 lock tables and other fixed shared memory; MySQL's net buffers (grow to max_allowed_packet),
 the table cache and the performance_schema. The output says so in ``assumptions``.
@@ -43,6 +52,10 @@ BUDGET_SHARE = 0.90
 SORT_NODES = 2  # ORDER BY + GROUP BY/DISTINCT sorts in one plan (see the module docstring)
 HASH_NODES = 1  # one hash join or hash aggregate; with 2 sorts: pgtune's 3 nodes per connection
 JOIN_BUFFERS = 1  # MySQL: one join buffer per query (one table joined without an index)
+# Sessions that run at once in the realistic peak, per CPU: the PostgreSQL wiki's pool size
+# ("Number Of Database Connections": about core_count x 2 + spindles) - beyond it sessions wait
+# for a CPU rather than add memory at the same instant.
+ACTIVE_PER_CPU = 2
 
 # Before PostgreSQL 17, VACUUM stored at most 1 GB of dead-tuple ids whatever
 # maintenance_work_mem/autovacuum_work_mem said; 17's TidStore uses the whole setting.
@@ -77,10 +90,19 @@ class MemoryPart:
     bytes: int
     per_connection: bool
     why: str
+    # Allocated at start and held whatever the load (shared memory, buffer pools). None: a
+    # global term that is not a background worker's (the engines' models flag the exceptions).
+    static: bool | None = None
+
+    @property
+    def is_static(self) -> bool:
+        if self.static is not None:
+            return self.static
+        return not self.per_connection and not self.name.startswith("background:")
 
     def to_dict(self) -> dict:
         return {"name": self.name, "bytes": self.bytes, "per_connection": self.per_connection,
-                "why": self.why}
+                "static": self.is_static, "why": self.why}
 
 
 @dataclass
@@ -99,12 +121,43 @@ class MemoryEstimate:
     def total_bytes(self) -> int:
         return self.global_bytes + self.per_connection_bytes * self.connections
 
-    def to_dict(self) -> dict:
-        return {"engine": self.engine, "total_bytes": self.total_bytes,
-                "global_bytes": self.global_bytes, "background_bytes": self.background_bytes,
-                "per_connection_bytes": self.per_connection_bytes,
-                "connections": self.connections, "parts": [p.to_dict() for p in self.parts],
-                "assumptions": list(self.assumptions)}
+    @property
+    def static_bytes(self) -> int:
+        """Memory held from start whatever the load (see MemoryPart.static)."""
+        return sum(p.bytes for p in self.parts if p.is_static)
+
+    def active_sessions(self, cpus: float | None) -> int:
+        """Sessions running at once in the realistic peak (ACTIVE_PER_CPU per CPU)."""
+        if not cpus:
+            return self.connections
+        return max(1, min(self.connections, int(ACTIVE_PER_CPU * cpus)))
+
+    def realistic_peak(self, cpus: float | None) -> int:
+        """Globals and background workers + the active sessions at full per-query memory."""
+        return self.global_bytes + self.active_sessions(cpus) * self.per_connection_bytes
+
+    def describe_peak(self, cpus: float | None) -> str:
+        """"realistic peak 9.0 GiB = ... + 8 active sessions (2 per CPU x 4 CPUs) x ...": the
+        figure with the assumption it rests on."""
+        active = self.active_sessions(cpus)
+        why = (f"{ACTIVE_PER_CPU} per CPU x {cpus:g} CPUs" if cpus and active < self.connections
+               else "every connection")
+        return (f"realistic peak {gib(self.realistic_peak(cpus))} = {gib(self.global_bytes)} "
+                f"global + {active} active sessions ({why}) x {mib(self.per_connection_bytes)}")
+
+    def to_dict(self, cpus: float | None = None) -> dict:
+        out = {"engine": self.engine, "total_bytes": self.total_bytes,
+               "static_bytes": self.static_bytes,
+               "global_bytes": self.global_bytes, "background_bytes": self.background_bytes,
+               "per_connection_bytes": self.per_connection_bytes,
+               "connections": self.connections, "parts": [p.to_dict() for p in self.parts],
+               "assumptions": list(self.assumptions)}
+        if cpus:
+            out |= {"realistic_peak_bytes": self.realistic_peak(cpus),
+                    "active_sessions": self.active_sessions(cpus),
+                    "active_sessions_assumption": f"{ACTIVE_PER_CPU} per CPU, at most "
+                    "max_connections, each at its full per-query memory"}
+        return out
 
     def describe(self) -> str:
         """One line, e.g. "worst case 17.1 GiB = 6.0 GiB global + 300 x 38.0 MiB per connection"."""
@@ -297,7 +350,8 @@ def _postgres(r: _Reader) -> list[MemoryPart]:
         MemoryPart("wal_buffers", wal, False, "WAL buffers in shared memory (-1: shared/32, "
                    "64 kB..16 MB)"),
         MemoryPart("maintenance_work_mem", maint, False,
-                   "one manual VACUUM/CREATE INDEX at a time (parallel index builds share it)"),
+                   "one manual VACUUM/CREATE INDEX at a time (parallel index builds share it)",
+                   static=False),
         MemoryPart("background:autovacuum", workers * av, False,
                    f"autovacuum_max_workers={workers} x {av_why}"),
         MemoryPart("background:parallel workers", par * query, False,
@@ -337,7 +391,7 @@ def _mysql(r: _Reader) -> list[MemoryPart]:
     else:
         parts.append(MemoryPart("temptable_max_ram", int(r.value("temptable_max_ram")), False,
                                 "TempTable engine: all in-memory internal temporary tables "
-                                "together (8.0+)"))
+                                "together (8.0+)", static=False))
     parts += [
         MemoryPart("sort_buffer_size", int(r.value("sort_buffer_size")), True, "one sort"),
         MemoryPart("join_buffer_size", JOIN_BUFFERS * int(r.value("join_buffer_size")), True,

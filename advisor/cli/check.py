@@ -21,14 +21,14 @@ import typer
 
 from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
 from pmem_advisor.cli.recommend import (
-    check_memory_fits_host,
     installed_version,
     load_profile,
+    one_version,
     parse_memory,
     split_engine,
 )
 from pmem_advisor.engines.registry import engine_help
-from pmem_advisor.errors import EXIT_FINDINGS, InputError, UsageError
+from pmem_advisor.errors import EXIT_FINDINGS, EnvironmentProblem, InputError, UsageError
 from pmem_advisor.instances.live import is_local, read_server, server_binding
 
 FORMATS = ("text", "json", "junit")
@@ -227,6 +227,8 @@ def check_cmd(
     db: str | None = typer.Option(None, "--db", help=engine_help()),
     version: str | None = typer.Option(None, "--version",
                                        help="Target server version (default: the installed)."),
+    server_version: str | None = typer.Option(None, "--server-version", hidden=True,
+                                              help="Same as --version."),
     config: str | None = typer.Option(None, "--config", help="A config file to check."),
     dsn: str | None = typer.Option(None, "--dsn", help="A running server to check (its "
                                    "password is better given by --dsn-file or "
@@ -236,10 +238,18 @@ def check_cmd(
     data_dir: str | None = typer.Option(None, "--data-dir", help="Data directory."),
     wal_dir: str | None = typer.Option(None, "--wal-dir", help="WAL / redo log directory."),
     memory: str | None = typer.Option(None, "--memory",
-                                      help="RAM budget of the server, e.g. 24G."),
+                                      help="RAM of the target host for the server, e.g. 64G "
+                                      "(any host, not only this one)."),
+    cpus: int | None = typer.Option(None, "--cpus", help="CPUs of the target host the server "
+                                    "may use (any host, not only this one)."),
+    clients: int | None = typer.Option(None, "--clients", help="With --dsn: the concurrent "
+                                       "clients the advice and --diff size for (default: the "
+                                       "server's own max_connections)."),
     medium: list[str] = typer.Option(None, "--medium",
-                                     help="PATH=CLASS (hdd, ssd, nvme, ...): the medium under a "
-                                     "path when the kernel cannot tell; repeatable."),
+                                     help="CLASS (pmem, cxl, nvme, ssd, hdd, tmpfs): the target's "
+                                     "data medium, with or without --data-dir; or PATH=CLASS "
+                                     "(hdd, ssd, nvme): the medium under a path here when the "
+                                     "kernel cannot tell; repeatable."),
     no_measure: bool = typer.Option(False, "--no-measure",
                                     help="Do not measure the medium of the data/WAL paths."),
     diff: bool = typer.Option(False, "--diff", help="With --dsn: what recommend would change."),
@@ -254,9 +264,11 @@ def check_cmd(
     """Check the host (PMEM, DAX, NUMA), a config file or a running server before deployment."""
     from pmem_advisor.connection import resolve_dsn
     from pmem_advisor.rules import build_facts, check
+    from pmem_advisor.rules.budget import target_line
     from pmem_advisor.rules.checks import build_input, run_checks
     from pmem_advisor.rules.model import severity_rank
 
+    version = one_version(version, server_version)
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: use text, json or junit")
     if json_out:  # the alias every other command has
@@ -281,30 +293,39 @@ def check_cmd(
     if config:  # --db mysql names MySQL (not the MySQL family) when no server decides it
         _use_config(t, config, notes, mysql_named=not dsn and (db or "").lower() == "mysql")
     memory_bytes = parse_memory(memory) if memory else None
-    prof = _profile(t, profile, root, medium, no_measure, notes)
-    if memory_bytes:  # more than the host has would size an OOM kill (recommend's rule)
-        check_memory_fits_host(memory_bytes, prof, live=profile is None and root is None)
+    classes = [m for m in medium or [] if "=" not in m]  # the target's data medium
+    if len(classes) > 1:
+        raise UsageError(f"--medium {' and '.join(classes)}: give the data medium once")
+    prof = _profile(t, profile, root, [m for m in medium or [] if "=" in m], no_measure, notes)
     facts = build_facts(prof, engine=t.engine, flavour=t.flavour, version=t.version,
                         data_dir=t.data_dir, wal_dir=t.wal_dir, root=root, workload=workload,
-                        memory_bytes=memory_bytes, allow_unsafe=allow_unsafe)
+                        memory_bytes=memory_bytes, cpus=cpus, clients=clients,
+                        allow_unsafe=allow_unsafe,
+                        medium=classes[0] if classes else None, target=True)
+    line = target_line(memory=memory_bytes, cpus=cpus, medium=classes[0] if classes else None,
+                       version=version if t.source != "server" else None,
+                       flavour=facts.flavour, probed="the profile" if profile else
+                       f"the tree {root}" if root else "this machine", verb="checks")
+    if line:
+        notes.insert(0, line)
     for p in facts.placed:  # the medium under each path, and how it is known (issue 19)
         note = getattr(p, "medium_note", None)
         if note and f"{p.path}: {note}" not in [n.partition(" ")[2] for n in notes]:
             notes.append(f"{p.role} {p.path}: {note}")
-    cpus, nodes = server_binding(t.pid)
-    if cpus is not None:
-        facts = replace(facts, server_cpus=cpus)
+    server_cpus, nodes = server_binding(t.pid)
+    if server_cpus is not None:
+        facts = replace(facts, server_cpus=server_cpus)
     inp, rule_facts = build_input(facts, t.settings, source=t.source, where=t.where,
                                   loose=t.loose, status=t.status, server_names=t.server_names,
-                                  memory_bytes=memory_bytes, nodes=nodes, notes=notes)
+                                  memory_bytes=memory_bytes, cpus=cpus, target=True,
+                                  nodes=nodes, notes=notes)
     catalog = inp.catalog
     findings = run_checks(inp, check(rule_facts, t.settings or None, catalog=catalog))
     rows = None
-    if diff:
-        from pmem_advisor.rules import recommend
-
-        rows = server_diff(recommend(rule_facts, catalog=catalog), t.settings, catalog,
-                           facts.flavour, facts.version)
+    if diff and inp.advice is not None:  # sized for the server's own max_connections
+        rows = server_diff(inp.advice, t.settings, catalog, facts.flavour, facts.version)
+    elif diff:
+        raise EnvironmentProblem("--diff: the rules could not size this server (see notes)")
     if facts.emulated:
         notes.insert(0, EMULATION_NOTE.removeprefix("note: "))
     for n in notes:
@@ -436,6 +457,8 @@ def _profile(t: CheckTarget, profile: str | None, root: str | None, medium: list
 
 
 def _print(fmt, findings, fail_on, facts, rows, notes, inp) -> None:
+    from pmem_advisor.rules.memory import gib
+
     if fmt == "junit":
         budget = inp.budget.describe() if inp.budget else []
         out.file.write(junit(findings, fail_on, notes=[*notes, *budget]))
@@ -446,7 +469,8 @@ def _print(fmt, findings, fail_on, facts, rows, notes, inp) -> None:
             "findings": [f.to_dict() for f in findings],
             "diff": rows,
             "budget": inp.budget.describe() if inp.budget else None,
-            "memory": inp.memory.to_dict() if inp.memory else None,
+            "memory": inp.memory.to_dict(inp.budget.cpus if inp.budget else None)
+            if inp.memory else None,
             "notes": notes,
             "emulated_pmem": facts.emulated,
         }, SCHEMA, engine=facts.engine, flavour=facts.flavour, version=facts.version)
@@ -458,6 +482,9 @@ def _print(fmt, findings, fail_on, facts, rows, notes, inp) -> None:
         out.print("no findings")
     if inp.memory is not None:
         out.print(f"memory: {inp.memory.describe()}", markup=False)
+        out.print(f"memory: {gib(inp.memory.static_bytes)} allocated at start; "
+                  f"{inp.memory.describe_peak(inp.budget.cpus if inp.budget else None)}",
+                  markup=False)
     for line in inp.budget.describe() if inp.budget else []:
         out.print(f"budget: {line}", markup=False)
     if rows is not None:

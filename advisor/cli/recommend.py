@@ -70,30 +70,30 @@ def installed_version(engine: str, flavour: str | None) -> tuple[str | None, str
 
 MIB = 1 << 20
 PROFILE_CAP = 64 << 20  # a probe profile is kilobytes; anything this big is the wrong file
-MEMTOTAL_SLACK = 1.05
+# No host has more: x86-64 and arm64 address at most 52 bits (4 PiB) of physical memory.
+MAX_HOST_MEMORY = 1 << 52
 
 
 def parse_memory(text: str) -> int:
-    """--memory: a size with a unit; a bare number below 1 MiB is surely missing its unit."""
+    """--memory: a size with a unit; a bare number below 1 MiB is surely missing its unit, and
+    more than any host can address is surely a typo. Any other size is a target host's RAM,
+    whatever this machine has (rules.budget.effective_budget's ``target``)."""
     n = parse_bytes(text, "--memory")
     if str(text).strip().isdigit() and n < MIB:
         raise UsageError(f"--memory {text}: a bare number is bytes, which cannot be meant; "
                          f"give a unit, e.g. --memory {text.strip()}G")
+    if n > MAX_HOST_MEMORY:
+        raise UsageError(f"--memory {text}: more RAM than any host can address "
+                         "(4 PiB, 52-bit physical addresses)")
     return n
 
 
-def check_memory_fits_host(memory_bytes: int, prof: dict, live: bool) -> None:
-    """Refuse a --memory larger than the target host's RAM: it would size an OOM kill."""
-    host = int((prof.get("memory") or {}).get("total_bytes") or 0)
-    # MemTotal is the installed RAM minus what firmware and kernel keep (a few %): "24G" on a
-    # 24 GiB machine showing 23.5 GiB is the machine itself (the budget then uses MemTotal)
-    if host and memory_bytes > host * MEMTOTAL_SLACK:
-        target = ("this machine" if live else "the host of --profile/--root")
-        raise UsageError(f"--memory {memory_bytes / (1 << 30):.1f} GiB is more than "
-                         f"{target}'s RAM ({host / (1 << 30):.1f} GiB)",
-                         hint="to size for another (bigger) host, pass that host's probe "
-                              "with --profile FILE or --root DIR" if live else
-                              "use at most the host's RAM")
+def one_version(version: str | None, server_version: str | None) -> str | None:
+    """--version, or its other spelling --server-version (hidden): the same target version."""
+    if version and server_version and version != server_version:
+        raise UsageError(f"--version {version} and --server-version {server_version} "
+                         "contradict each other: give one")
+    return version or server_version
 
 
 def refuse_control_characters(flag: str, path: str | None) -> None:
@@ -108,21 +108,21 @@ def build_recommendation(engine: str, *, profile=None, root=None, version=None, 
                          memory=None, cpus=None, data_dir=None, wal_dir=None, clients=None,
                          allow_unsafe=False, medium=None, interleave_cpuless=False):
     from pmem_advisor.rules import build_facts, recommend
+    from pmem_advisor.rules.budget import target_line
 
     eng, flavour = split_engine(engine)
     for flag, path in (("--data-dir", data_dir), ("--wal-dir", wal_dir)):
         refuse_control_characters(flag, path)
+    given_version = version
     if version is None:
         flavour, version = installed_version(eng, flavour)
     memory_bytes = parse_memory(memory) if memory else None
     live = profile is None and root is None
     prof = load_profile(profile, root, [data_dir, wal_dir])
-    if memory_bytes:
-        check_memory_fits_host(memory_bytes, prof, live)
     facts = build_facts(prof, engine=eng, flavour=flavour, version=version, workload=workload,
                         data_dir=data_dir, wal_dir=wal_dir, memory_bytes=memory_bytes, cpus=cpus,
                         clients=clients, allow_unsafe=allow_unsafe, root=root, medium=medium,
-                        interleave_cpuless=interleave_cpuless)
+                        interleave_cpuless=interleave_cpuless, target=True)
     if live:
         for p, given in ((facts.data, data_dir), (facts.wal, wal_dir)):
             if given and p is not None and not os.path.exists(given) and \
@@ -133,6 +133,12 @@ def build_recommendation(engine: str, *, profile=None, root=None, version=None, 
                     hint="create it on its real mount first, or pass --medium "
                          "pmem|nvme|ssd|hdd|cxl|tmpfs")
     rec = recommend(facts)
+    refuse_unfittable(rec)
+    line = target_line(memory=memory_bytes, cpus=cpus, medium=medium, version=given_version,
+                       flavour=facts.flavour, probed="this machine" if live else
+                       "the profile" if profile else f"the tree {root}")
+    if line:
+        rec.notes.insert(0, line)
     if root is not None:  # a machine tree: say when a directory is not in it (never silently /)
         for p, given in ((facts.data, data_dir), (facts.wal, wal_dir)):
             inside = os.path.join(root, str(given or "").lstrip("/"))
@@ -142,6 +148,38 @@ def build_recommendation(engine: str, *, profile=None, root=None, version=None, 
                                  f"for its root filesystem (medium {p.medium}); give the real "
                                  "mount or --medium")
     return rec
+
+
+def refuse_unfittable(rec) -> None:
+    """A budget whose worst case nothing fits, even at the smallest per-connection memory, is
+    bad input (exit 2) naming the smallest budget that fits the same connections (and the
+    most clients this budget holds): a file our own check fails is never written."""
+    from pmem_advisor.probes.summary import human_bytes
+    from pmem_advisor.rules.budget_search import most_clients_that_fit, smallest_fitting_budget
+    from pmem_advisor.rules.fit import fitted_budget
+
+    est, f = rec.memory, rec.facts
+    if est is None or est.total_bytes <= fitted_budget(f.memory_bytes):
+        return
+    need = smallest_fitting_budget(f)
+    per_session = est.per_connection_bytes > 0 and est.connections > 1
+    asked = ("" if not per_session else f" --clients {f.clients} ({est.connections} "
+             "connections with the reserved)" if f.clients else f" {est.connections} connections")
+    where = (f"the smallest budget that fits{asked} is {human_bytes(need)}: --memory "
+             f"{_memory_flag(need)}" if need else f"no budget fits{asked}")
+    hint = None
+    if per_session:
+        most = most_clients_that_fit(f)
+        hint = (f"or at most --clients {most} within {human_bytes(f.memory_bytes)}, pooled "
+                "(pgbouncer / a thread pool)" if most else
+                "not even one client fits: give more memory")
+    raise UsageError(f"nothing fits {human_bytes(f.memory_bytes)} of memory ({f.memory_source})"
+                     f": even at the smallest per-connection memory the worst case is "
+                     f"{human_bytes(est.total_bytes)}; {where}", hint=hint)
+
+
+def _memory_flag(n: int) -> str:
+    return f"{n >> 30}G" if n % (1 << 30) == 0 else f"{-(-n // MIB)}M"
 
 
 def emit(rec) -> str:
@@ -167,17 +205,23 @@ def recommend_cmd(
     engine: str = typer.Argument(..., help=engine_help()),
     profile: str | None = typer.Option(None, "--profile", help="A probe profile (JSON)."),
     root: str | None = typer.Option(None, "--root", help="Probe a machine tree below DIR."),
-    version: str | None = typer.Option(None, "--version", help="Server version (18, 8.0.36)."),
+    version: str | None = typer.Option(None, "--version", help="Target server version (18, "
+                                       "8.0.36; default: the installed)."),
+    server_version: str | None = typer.Option(None, "--server-version", hidden=True,
+                                              help="Same as --version."),
     workload: str = typer.Option("oltp", "--workload", help="oltp, olap, mixed or kv."),
-    memory: str | None = typer.Option(None, "--memory", help="RAM for the server, e.g. 24G."),
-    cpus: int | None = typer.Option(None, "--cpus", help="CPUs the server may use."),
+    memory: str | None = typer.Option(None, "--memory", help="RAM of the target host for the "
+                                      "server, e.g. 64G (any host, not only this one)."),
+    cpus: int | None = typer.Option(None, "--cpus", help="CPUs of the target host the server "
+                                    "may use (any host, not only this one)."),
     data_dir: str | None = typer.Option(None, "--data-dir", help="Data directory."),
     wal_dir: str | None = typer.Option(None, "--wal-dir", help="WAL / redo log directory."),
     clients: int | None = typer.Option(None, "--clients", help="Concurrent clients."),
     medium: str | None = typer.Option(None, "--medium",
-                                      help="Medium when the probe cannot tell: CLASS for the "
-                                           "data directory, or PATH=CLASS[,PATH=CLASS]; "
-                                           "classes pmem, nvme, ssd, hdd, cxl, tmpfs."),
+                                      help="Medium of the target: CLASS for the data "
+                                           "directory (with or without --data-dir), or "
+                                           "PATH=CLASS[,PATH=CLASS]; classes pmem, cxl, nvme, "
+                                           "ssd, hdd, tmpfs."),
     allow_unsafe: bool = typer.Option(False, "--allow-unsafe",
                                       help="Also apply durability-risk settings."),
     interleave_cpuless: bool = typer.Option(
@@ -187,6 +231,7 @@ def recommend_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Recommend a config from the papers' rules, each line with its reason and source."""
+    version = one_version(version, server_version)
     rec = build_recommendation(engine, profile=profile, root=root, version=version,
                                workload=workload, memory=memory, cpus=cpus, data_dir=data_dir,
                                wal_dir=wal_dir, clients=clients, allow_unsafe=allow_unsafe,

@@ -99,6 +99,10 @@ def _read_mysql(dsn: str) -> dict:
         settings = {_text(n).lower(): _text(v) for n, v in cur.fetchall()}
         cur.execute("SHOW GLOBAL STATUS")
         status = {_text(n): _text(v) for n, v in cur.fetchall()}
+        # what the buffer pool could cache (MySQLTuner's yardstick for its size)
+        cur.execute("SELECT COALESCE(SUM(data_length + index_length), 0) FROM "
+                    "information_schema.tables WHERE engine = 'InnoDB'")
+        status["innodb_data_bytes"] = _text(cur.fetchone()[0])
         cur.close()
     finally:
         conn.close()

@@ -72,7 +72,8 @@ def _rules_check(settings: dict[str, Any], catalog: Any, profile: dict, meta: di
                         allow_unsafe=bool(meta.get("allow_unsafe")))
     text = {n: (catalog.get(n).render(v) if catalog is not None and n in catalog else str(v))
             for n, v in settings.items()}
-    inp, rule_facts = build_input(facts, text, source="config", memory_bytes=memory)
+    inp, rule_facts = build_input(facts, text, source="config", memory_bytes=memory,
+                                  worst_case_is_limit=True)
     return run_checks(inp, check(rule_facts, text, catalog=inp.catalog or catalog))
 
 

@@ -1,19 +1,27 @@
-"""CK004 Worst-case memory of the settings against the RAM budget (host, cgroup, NUMA node).
+"""CK004 Memory of the settings against the RAM budget (host, cgroup, NUMA node).
 
-Anti-pattern: a config whose worst case (global buffers + per-connection memory x
-max_connections + background workers, ``rules.memory.worst_case``) exceeds the memory the
-server can have: the host's RAM, a cgroup's memory.max, or the DRAM of the NUMA node it is
-bound to (``numactl --membind``, PM004). Neither server caps its own total, so such a config
-runs until the load peaks and then the OOM killer ends it (a crash for MySQL/MariaDB; for
-PostgreSQL every session is reset). pgtune and MySQLTuner reason with the same bound.
+Anti-pattern, by how sure the harm is:
+- fail: the memory the server allocates at start and holds (shared_buffers, the InnoDB buffer
+  pool and its control structures, the log buffer; ``MemoryEstimate.static_bytes``) is above
+  the budget: the server cannot even carry its idle load without swapping or being OOM-killed.
+- warn: the worst case (global buffers + per-connection memory x max_connections + background
+  workers, ``rules.memory.worst_case``) is above the budget, or leaves it less than 10%: only
+  every connection running its largest query at once reaches it, so it is a risk under load,
+  stated beside the realistic peak (the sessions that can run at once, 2 per CPU, each at its
+  full per-query memory). Neither server caps its own total, so such a config runs until the
+  load peaks and then the OOM killer may end it. pgtune's own output for a 16 GB web server
+  is such a config: a DBA runs it, and the gate must not call it one that cannot start.
+  A file pmem-advisor writes itself (``CheckInput.worst_case_is_limit``) fits the worst case:
+  there it fails.
 
-Recommendation: a worst case within the budget: smaller per-connection memory (work_mem,
-sort/join buffers), fewer connections (a pooler), or smaller global buffers; bound to a node,
-size from that node's DRAM.
+Recommendation: static memory well within the budget; for the worst case smaller
+per-connection memory (work_mem, sort/join buffers), fewer connections (a pooler); bound to a
+node, size from that node's DRAM.
 
 Sources: PostgreSQL manual §20.4.1 (work_mem: "several running sessions could be doing such
 operations concurrently"), §19.4.4 (Linux memory overcommit); MySQL 8.4 manual §10.12.3.1
-(how MySQL uses memory); rules/memory.py for the terms and their reasons.
+(how MySQL uses memory); PostgreSQL wiki "Number Of Database Connections" (about 2 active
+sessions per core); rules/memory.py for the terms and their reasons.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ HEADROOM = BUDGET_SHARE
 
 class MemoryBudget(Check):
     id = "CK004"
-    title = "Worst-case memory within the RAM budget, or the bound NUMA node"
+    title = "Static and worst-case memory within the RAM budget, or the bound NUMA node"
     source = "PostgreSQL manual §20.4.1, §19.4.4; MySQL 8.4 manual §10.12.3.1"
     insights = ("K23-4",)
     engines = ()  # every engine with a memory model (Engine.memory); inp.memory None: skip
@@ -42,10 +50,26 @@ class MemoryBudget(Check):
         out = []
         total, limit = est.total_bytes, budget.memory_bytes
         where = budget.describe()[0]
-        if total > limit:
+        static = est.static_bytes
+        peak = est.describe_peak(budget.cpus)
+        if static > limit:
+            held = ", ".join(f"{p.name} {gib(p.bytes)}" for p in est.parts if p.is_static
+                             and p.bytes)
             out.append(self.finding(
-                "fail", "memory", f"{est.describe()} exceeds the {where}: under peak load the "
-                "OOM killer ends the server", self._fix(inp)))
+                "fail", "memory", f"the memory allocated at start, {gib(static)} ({held}), "
+                f"exceeds the {where}: the server cannot hold it even idle; under load the "
+                "OOM killer ends it", self._fix(inp, static=True)))
+        elif total > limit and inp.worst_case_is_limit:
+            out.append(self.finding(
+                "fail", "memory", f"{est.describe()} exceeds the {where}: a config "
+                "pmem-advisor sizes fits its worst case", self._fix(inp)))
+        elif total > limit:
+            fits = est.realistic_peak(budget.cpus) <= limit
+            out.append(self.finding(
+                "warn", "memory", f"{est.describe()} exceeds the {where} if every connection "
+                f"runs its largest query at once; {peak} "
+                f"{'fits' if fits else 'exceeds it too'}: a risk under peak load, not at "
+                "start", self._fix(inp)))
         elif total > HEADROOM * limit:
             out.append(self.finding(
                 "warn", "memory", f"{est.describe()} leaves less than {1 - HEADROOM:.0%} of the "
@@ -70,7 +94,10 @@ class MemoryBudget(Check):
             return None
         return f.pmem_node
 
-    def _fix(self, inp: CheckInput) -> str:
+    def _fix(self, inp: CheckInput, static: bool = False) -> str:
+        if static and inp.facts.engine in ("postgres", "mysql"):
+            pool = "shared_buffers" if inp.facts.pg else "innodb_buffer_pool_size"
+            return f"lower {pool} to a quarter to half of the budget"
         if inp.facts.pg:
             return ("lower work_mem (rules.memory sizes it to fit), max_connections (use a "
                     "pooler) or shared_buffers")

@@ -78,6 +78,11 @@ class HugePages(Check):
         free = pool.get("free") or 0
         if free >= need:
             return []
+        if inp.budget is not None and inp.budget.target_host:
+            return [self.finding(
+                "info", subject, f"{what} needs {need} pages of {page} on the target host "
+                "(--memory/--cpus): this machine's pool says nothing of that host's",
+                f"reserve {need} pages (sysctl vm.nr_hugepages) on the target host")]
         if mode == "on":
             return [self.finding(
                 "fail", "huge_pages", f"huge_pages = on{inp.at('huge_pages')} needs {need} "

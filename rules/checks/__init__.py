@@ -40,6 +40,12 @@ class CheckInput:
     today: date = field(default_factory=date.today)
     budget: Any = None  # rules.budget.Budget when known
     memory: Any = None  # rules.memory.MemoryEstimate of these settings when known
+    # The settings are ours to size (a tuned file before it is written): the worst case is a
+    # limit (CK004 fails above it), not the risk under load it is in a file others wrote.
+    worst_case_is_limit: bool = False
+    # What recommend sets for this budget and the server's own connections (check --dsn):
+    # rules.combine.Recommendation, or None (not a running server, or no rules for it).
+    advice: Any = None
 
     @property
     def allow_unsafe(self) -> bool:
@@ -158,14 +164,16 @@ def run_checks(inp: CheckInput, rule_findings: list[Finding] = (),
 def build_input(facts: Facts, settings: dict | None = None, *, source: str = "none",
                 where: dict | None = None, loose: frozenset = frozenset(),
                 status: dict | None = None, server_names: frozenset | None = None,
-                memory_bytes: int | None = None, nodes: list[int] | None = None,
-                today: date | None = None, notes: list[str] | None = None
-                ) -> tuple[CheckInput, Facts]:
+                memory_bytes: int | None = None, cpus: float | None = None,
+                target: bool = False, nodes: list[int] | None = None,
+                today: date | None = None, notes: list[str] | None = None,
+                worst_case_is_limit: bool = False) -> tuple[CheckInput, Facts]:
     """The input of the checks, and the facts the papers' rules should see.
 
     Loads the knob catalog of the target (a version the catalogs do not cover is checked
     against the newest they know, and said in ``notes``), the RAM budget (cgroup, the NUMA
-    node a server is bound to, ``memory_bytes``) and the worst-case memory of the settings.
+    node a server is bound to, ``memory_bytes``/``cpus``; ``target``: they describe the host
+    the config is for) and the worst-case memory of the settings.
     """
     from dataclasses import replace
 
@@ -184,7 +192,8 @@ def build_input(facts: Facts, settings: dict | None = None, *, source: str = "no
             rule_facts = replace(facts, version=None)
             catalog = load_catalog_for(rule_facts)
     node = nodes[0] if nodes and len(nodes) == 1 and len(facts.numa) > 1 else None
-    budget = effective_budget(facts.profile, memory_bytes=memory_bytes, numa_node=node)
+    budget = effective_budget(facts.profile, memory_bytes=memory_bytes, cpus=cpus,
+                              numa_node=node, target=target)
     estimate = None
     if facts.engine is not None and settings:
         from pmem_advisor.rules.memory import worst_case
@@ -197,7 +206,42 @@ def build_input(facts: Facts, settings: dict | None = None, *, source: str = "no
             notes.append(f"worst-case memory not computed: {e.message}")
         except (ArithmeticError, ValueError) as e:  # a value the parsers cannot even hold
             notes.append(f"worst-case memory not computed: {e}")
+    advice = None
+    if source == "server" and facts.engine is not None:
+        advice = _advice(_server_clients(rule_facts, settings), catalog, notes)
     inp = CheckInput(facts=facts, settings=settings, source=source, where=where or {},
                      loose=loose, catalog=catalog, status=status, server_names=server_names,
-                     today=today or date.today(), budget=budget, memory=estimate)
+                     today=today or date.today(), budget=budget, memory=estimate,
+                     worst_case_is_limit=worst_case_is_limit, advice=advice)
     return inp, rule_facts
+
+
+# The baselines size max_connections as clients + 10 (superuser_reserved_connections, tools).
+BASELINE_RESERVED = 10
+
+
+def _server_clients(facts: Facts, settings: dict[str, str]) -> Facts:
+    """The facts with the running server's own connections as the clients (unless --clients
+    gave them): advice for the server as it is used, not for the baselines' default 300."""
+    from dataclasses import replace
+
+    if facts.clients is not None:
+        return facts
+    try:
+        conns = int(settings.get("max_connections", ""))
+    except ValueError:
+        return facts
+    return replace(facts, clients=max(1, conns - BASELINE_RESERVED))
+
+
+def _advice(facts: Facts, catalog, notes: list[str]):
+    """recommend's settings for a running server's budget and connections (None, said in the
+    notes, when the rules cannot size it)."""
+    from pmem_advisor.errors import AdvisorError
+    from pmem_advisor.rules.combine import recommend
+
+    try:
+        return recommend(facts, catalog=catalog)
+    except AdvisorError as e:
+        notes.append(f"no advice to compare the running settings with: {e}")
+        return None

@@ -345,7 +345,7 @@ def test_read_server_names_the_postmaster_not_our_backend():
      "CK011", "fail"),
     ("container-v2", ["--db", "postgres", "--version", "16", "--data-dir",
                       "/var/lib/postgresql/data"],
-     "shared_buffers = 3GB\nwork_mem = 64MB\nmax_connections = 200\n", "CK004", "fail"),
+     "shared_buffers = 5GB\nwork_mem = 64MB\nmax_connections = 200\n", "CK004", "fail"),
 ])
 def test_captured_trees_with_root(run_cli, tmp_path, machine, args, config, rule, severity):
     from tests.probes.machine_builder import build

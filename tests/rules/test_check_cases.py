@@ -59,7 +59,8 @@ def input_for(case: dict):
                          status=case.get("status"), today=today, where=case.get("where"),
                          server_names=frozenset(case["server_names"])
                          if "server_names" in case else None,
-                         nodes=case.get("nodes"), memory_bytes=args.get("memory_bytes"))
+                         nodes=case.get("nodes"), memory_bytes=args.get("memory_bytes"),
+                         target=args.get("target", False))
     return inp
 
 

@@ -261,10 +261,14 @@ def test_memory_without_unit_is_an_error(run_cli, profile_file):
     assert code == EXIT_USAGE and "24G" in err
 
 
-def test_memory_above_the_hosts_ram_is_refused(run_cli, profile_file):
-    code, _, err = run_cli("recommend", "postgres", "--profile", profile_file("small"),
-                           "--memory", "64G")
-    assert code == EXIT_USAGE and "--profile" in err
+def test_memory_above_the_hosts_ram_sizes_for_a_target_host(run_cli, profile_file):
+    """--memory describes the host the config is for (what-if sizing, as pgtune does)."""
+    code, out, err = run_cli("recommend", "postgres", "--profile", profile_file("small"),
+                             "--memory", "64G", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["target"]["memory_bytes"] == 64 << 30
+    assert doc["notes"][0].startswith("sizes for a target host: 64.0 GiB RAM (--memory)")
 
 
 def test_target_version_in_json(run_cli, profile_file):

@@ -98,3 +98,26 @@ def test_mysql84_temptable_default_follows_the_host():
     assert part(big, "temptable_max_ram").bytes == 4 * GB  # at most 4 GB
     old = worst_case("mysql", {}, flavour="mysql", version="8.0", host_memory_bytes=512 * GB)
     assert part(old, "temptable_max_ram").bytes == 1 * GB  # 8.0: a fixed 1 GB
+
+
+def test_static_and_realistic_peak_beside_the_worst_case():
+    """pgtune's 16 GB / 4 CPU / 200-connection web config: 4 GiB held from start, a worst case
+    above 16 GiB, a realistic peak (2 active sessions per CPU) well below it."""
+    est = worst_case("postgres", {"shared_buffers": "4GB", "wal_buffers": "16MB",
+                                  "maintenance_work_mem": "1GB", "work_mem": "20560kB",
+                                  "max_connections": 200, "max_worker_processes": 4,
+                                  "max_parallel_workers": 4}, version="16")
+    assert est.static_bytes == 4 * GB + 16 * MB  # shared memory, not maintenance_work_mem
+    assert est.total_bytes > 16 * GB
+    assert est.active_sessions(4) == 8 and est.active_sessions(None) == 200
+    assert est.realistic_peak(4) == est.global_bytes + 8 * est.per_connection_bytes
+    assert est.realistic_peak(4) < 10 * GB
+    assert "8 active sessions (2 per CPU x 4 CPUs)" in est.describe_peak(4)
+    assert est.to_dict(4)["realistic_peak_bytes"] == est.realistic_peak(4)
+
+
+def test_mysql_static_is_the_pool_not_the_temp_tables():
+    est = worst_case("mysql", {"innodb_buffer_pool_size": "4G"}, flavour="mysql",
+                     version="8.0")
+    names = {p.name for p in est.parts if p.is_static}
+    assert "innodb_buffer_pool_size" in names and "temptable_max_ram" not in names

@@ -1,0 +1,106 @@
+"""rules/fit.py: a recommendation fits its worst case, the pool giving before the per-session
+buffers drop below the server's defaults; a budget nothing fits is refused by recommend."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pmem_advisor.errors import EXIT_USAGE
+from pmem_advisor.rules import build_facts, recommend
+from pmem_advisor.rules.budget_search import smallest_fitting_budget
+from pmem_advisor.rules.fit import fitted_budget
+from tests.rules.machines import make_profile
+
+MB, GB = 1 << 20, 1 << 30
+PROFILE = make_profile({"preset": "ssd", "memory_gb": 32, "cores": 4, "threads": 4})
+
+
+def _rec(engine, flavour, version, memory, clients):
+    facts = build_facts(PROFILE, engine=engine, flavour=flavour, version=version,
+                        memory_bytes=memory, clients=clients, target=True)
+    return recommend(facts)
+
+
+
+
+@pytest.mark.parametrize("memory,clients,pool_gave_all", [
+    (16 * GB, 400, False), (4 * GB, 150, False), (8 * GB, 500, True), (8 * GB, 1000, True)])
+def test_mariadb_buffers_stay_at_defaults_while_the_pool_can_give(memory, clients,
+                                                                  pool_gave_all):
+    rec = _rec("mysql", "mariadb", "10.11", memory, clients)
+    assert rec.memory.total_bytes <= fitted_budget(memory)
+    est = {p.name: p.bytes for p in rec.memory.parts}
+    below = [n for n, default in (("sort_buffer_size", 2 * MB), ("join_buffer_size", 256 << 10),
+                                  ("read_buffer_size", 128 << 10))
+             if est.get(n, default) < default]
+    assert bool(below) == pool_gave_all, (below, est)
+    if below:  # only once the pool is down to its 128 MB floor
+        assert est["innodb_buffer_pool_size"] == 128 * MB, (below, est)
+        assert "below the server's default" in rec.setting("sort_buffer_size").reason
+    else:
+        assert "lowered from" in rec.setting("innodb_buffer_pool_size").reason
+
+
+@pytest.mark.parametrize("memory,clients,pool_gave_all", [
+    (8 * GB, 200, False), (16 * GB, 400, False), (4 * GB, 100, False), (4 * GB, 120, True)])
+def test_postgres_work_mem_stays_at_default_while_shared_buffers_can_give(memory, clients,
+                                                                          pool_gave_all):
+    rec = _rec("postgres", None, "16", memory, clients)
+    assert rec.memory.total_bytes <= fitted_budget(memory)
+    parts = {p.name: p.bytes for p in rec.memory.parts}
+    work_mem = rec.setting("work_mem").value * 1024  # kB
+    assert (work_mem < 4 * MB) == pool_gave_all, (work_mem, parts["shared_buffers"])
+    if work_mem < 4 * MB:
+        assert parts["shared_buffers"] == 128 * MB, (work_mem, parts["shared_buffers"])
+    elif work_mem == 4 * MB:
+        assert "lowered from" in rec.setting("shared_buffers").reason
+    assert rec.setting("max_connections").value == clients + 10  # --clients: ours to keep
+
+
+def test_smallest_fitting_budget_fits_and_a_smaller_one_does_not():
+    facts = build_facts(PROFILE, engine="postgres", version="16", memory_bytes=64 * MB,
+                        clients=500, target=True)
+    need = smallest_fitting_budget(facts)
+    assert need is not None and need % (64 * MB) == 0
+    from dataclasses import replace
+
+    fits = recommend(replace(facts, memory_bytes=need))
+    assert fits.memory.total_bytes <= fitted_budget(need)
+    short = recommend(replace(facts, memory_bytes=need - 64 * MB))
+    assert short.memory.total_bytes > fitted_budget(need - 64 * MB)
+
+
+@pytest.mark.parametrize("db", ["postgres", "mariadb"])
+def test_recommend_refuses_a_budget_nothing_fits(run_cli, tmp_path, db):
+    out_file = tmp_path / "out.conf"
+    code, out, err = run_cli("recommend", db, "--memory", "64M", "--clients", "500",
+                             "--out", str(out_file))
+    assert code == EXIT_USAGE, out + err
+    assert err.count("\n") == 1 and "the smallest budget that fits --clients 500" in err
+    assert not out_file.exists()
+    flag = err.split("--memory ")[-1].split()[0]
+    code, out, err = run_cli("recommend", db, "--memory", flag, "--clients", "500", "--out",
+                             str(out_file))
+    assert code == 0, err
+    code, out, err = run_cli("check", "--db", db, "--config", str(out_file), "--memory", flag,
+                             "--format", "json")
+    found = json.loads(out)["findings"]
+    assert code == 0 and not [f for f in found if f["rule"] == "CK004"], found
+
+
+def test_refusal_names_the_most_clients_the_budget_holds(run_cli):
+    code, out, err = run_cli("recommend", "postgres", "--version", "16", "--memory", "512M")
+    assert code == EXIT_USAGE, out + err
+    most = int(err.split("at most --clients ")[1].split()[0])
+    assert run_cli("recommend", "postgres", "--version", "16", "--memory", "512M",
+                   "--clients", str(most))[0] == 0
+    assert run_cli("recommend", "postgres", "--version", "16", "--memory", "512M",
+                   "--clients", str(most + 1))[0] == EXIT_USAGE
+
+
+def test_an_engine_without_connections_is_refused_without_speaking_of_them(run_cli):
+    code, _, err = run_cli("recommend", "duckdb", "--memory", "64M")
+    assert code == EXIT_USAGE and "the smallest budget that fits is" in err
+    assert "connections" not in err.split("fits")[1].split(":")[0]
