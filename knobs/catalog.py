@@ -49,12 +49,16 @@ class CatalogDataError(ValueError):
 
 
 class KnobNotInVersion(UnknownKnobError):
-    """A knob the flavour has, but not in the target version."""
+    """A knob the flavour has, but not in the target version (not yet, or removed: then
+    ``removed_in`` and, when something takes its place, ``replacement``)."""
 
-    def __init__(self, message: str, *, name: str, version: str) -> None:
+    def __init__(self, message: str, *, name: str, version: str, removed_in: str | None = None,
+                 replacement: str | None = None) -> None:
         super().__init__(message)
         self.knob_name = name
         self.version = version
+        self.removed_in = removed_in
+        self.replacement = replacement
 
 
 def normalize_name(engine: str, name: str) -> str:
@@ -272,6 +276,10 @@ class Catalog:
     knobs: dict[str, Knob]  # every known knob: curated first, then the server-only ones
     absent: dict[str, tuple[str | None, str | None]]  # flavour knobs missing in this version
     generated_from: str | None = None  # e.g. "pg_settings of PostgreSQL 18.6", None: manual only
+    # True when the knobs are every setting this version has (a server's own full list): a
+    # name outside them is one the server refuses, not merely one the advisor does not know
+    complete: bool = False
+    removed: dict[str, dict] = field(default_factory=dict)  # name -> the curated removal entry
 
     def __iter__(self):
         """The curated knobs (judged by a person): what rules, emitters and the tuner use."""
@@ -304,16 +312,33 @@ class Catalog:
         if key in self.knobs:
             return self.knobs[key]
         where = f"{self.title} {self.version}"
+        if key in self.removed:
+            entry = self.removed[key]
+            use = entry.get("replacement")
+            why = "; ".join(x for x in (f"use {use} instead" if use else "",
+                                        entry.get("note", "")) if x)
+            gone = f"{self.title} {entry['until']}"
+            raise KnobNotInVersion(
+                f"{key} was removed in {gone}" + ("" if series(self.version, len(
+                    parse_version(entry["until"]))) == entry["until"] else f"; {where} does "
+                    "not have it") + (f" ({why})" if why else ""),
+                name=key, version=self.version, removed_in=entry["until"], replacement=use)
         if key in self.absent:
             since, until = self.absent[key]
             span = (f"exists from {since}" if since else "") + (
                 f"{', ' if since else ''}removed in {until}" if until else "")
             raise KnobNotInVersion(f"{key} does not exist in {where} ({span})",
-                                   name=key, version=self.version)
-        close = difflib.get_close_matches(key, list(self.knobs) + list(self.absent), n=3,
-                                          cutoff=0.6)
+                                   name=key, version=self.version,
+                                   removed_in=until if until and not since else None)
+        close = self.nearest(key)
         hint = f"did you mean {', '.join(close)}?" if close else None
         raise UnknownKnobError(f"unknown {self.title} knob: {name}", hint=hint)
+
+    def nearest(self, name: str, n: int = 3, cutoff: float = 0.6) -> list[str]:
+        """The known names closest to ``name`` (this version's, then absent/removed ones)."""
+        key = normalize_name(self.engine, name)
+        return difflib.get_close_matches(key, list(self.knobs) + list(self.absent)
+                                         + list(self.removed), n=n, cutoff=cutoff)
 
 
 def supported_versions(engine: str, flavour: str | None = None) -> list[str]:
@@ -399,11 +424,26 @@ def load_catalog(engine: str, flavour: str | None = None, version: str | None = 
             absent[base.name] = (since, until)
             continue
         knobs[base.name] = _at_version(flavour, base.name, version)
-    facts, source = _generated_for(flavour, version)
+    facts, source, complete = _generated_for(flavour, version)
     for name in sorted(facts):
         if name not in knobs and name not in absent:
             knobs[name] = _generated_knob(flavour, facts[name], source, version)
-    return Catalog(engine, flavour, raw["title"], version, knobs, absent, source)
+    removed = {}
+    for entry in raw.get("removed", []):
+        name = entry["name"]
+        if not version_in(version, entry["until"], None):
+            continue  # this version still has it (the server's own list says how)
+        if entry.get("alias") and entry.get("replacement") in knobs:
+            knobs.setdefault(name, knobs[entry["replacement"]])  # the old name still works
+        elif name not in knobs:
+            removed[name] = entry
+            absent.pop(name, None)
+    if facts:
+        for name, span in _generated_history(flavour).items():
+            if name not in knobs and name not in absent and name not in removed:
+                absent[name] = span
+    return Catalog(engine, flavour, raw["title"], version, knobs, absent, source,
+                   complete=complete, removed=removed)
 
 
 # -- the servers' own lists (data/generated) ---------------------------------------------------
@@ -423,27 +463,54 @@ def _generated_docs(flavour: str) -> tuple[dict, ...]:
     return tuple(sorted(docs, key=lambda d: parse_version(d["series"])))
 
 
-def _generated_for(flavour: str, version: str) -> tuple[dict[str, dict], str | None]:
-    """The server facts for ``version``: its own series' list when generated; between two
-    generated series, the knobs both have (newer facts); outside them, none (manual only)."""
+def _generated_for(flavour: str, version: str) -> tuple[dict[str, dict], str | None, bool]:
+    """The server facts for ``version`` and whether they are complete: its own series' list
+    when generated (complete when read from a server's full list); between two generated
+    series, the knobs both have (newer facts); outside them, none (manual only)."""
     docs = _generated_docs(flavour)
     if not docs:
-        return {}, None
+        return {}, None, False
     parts = len(parse_version(docs[0]["series"]))
     want = parse_version(series(version, parts))
     for doc in docs:
         if parse_version(doc["series"]) == want:
-            return ({k["name"]: k for k in doc["knobs"]},
-                    f"{doc['source']} of {_title(flavour)} {doc['server_version'].split('-')[0]}")
+            facts = {k["name"]: k for k in doc["knobs"]}
+            for option in doc.get("options", []):  # startup options that are no variable
+                facts.setdefault(option, {"name": option, "type": "string", "scope": "restart",
+                                          "description": "a startup option (no variable)"})
+            return facts, _provenance(flavour, doc), bool(doc.get("complete"))
     older = [d for d in docs if parse_version(d["series"]) < want]
     newer = [d for d in docs if parse_version(d["series"]) > want]
     if not older or not newer:
-        return {}, None
+        return {}, None, False
     low, high = older[-1], newer[0]
     low_names = {k["name"] for k in low["knobs"]}
     facts = {k["name"]: k for k in high["knobs"] if k["name"] in low_names}
     return facts, (f"{high['source']} of {_title(flavour)} {low['series']} and "
-                   f"{high['series']} (the knobs both have)")
+                   f"{high['series']} (the knobs both have)"), False
+
+
+def _provenance(flavour: str, doc: dict) -> str:
+    """'pg_settings of PostgreSQL 18.6'; a list read from reference material says so."""
+    text = f"{doc['source']} of {_title(flavour)} {doc['server_version'].split('-')[0]}"
+    if doc.get("read_from") == "manual":
+        text += " (read from reference material, not from a server)"
+    return text
+
+
+@lru_cache(maxsize=8)
+def _generated_history(flavour: str) -> dict[str, tuple[str | None, str | None]]:
+    """For every name some generated series has: (first series with it, first later series
+    without it), from the series' own lists, for naming a version's missing knob."""
+    docs = _generated_docs(flavour)
+    lists = [{k["name"] for k in doc["knobs"]} for doc in docs]
+    history: dict[str, tuple[str | None, str | None]] = {}
+    for i, names in enumerate(lists):
+        for name in names - history.keys():
+            later = next((docs[j]["series"] for j in range(i + 1, len(docs))
+                          if name not in lists[j]), None)
+            history[name] = (None if i == 0 else docs[i]["series"], later)
+    return history
 
 
 def _title(flavour: str) -> str:
