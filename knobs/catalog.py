@@ -492,10 +492,11 @@ def _generated_for(flavour: str, version: str) -> tuple[dict[str, dict], str | N
 
 def _provenance(flavour: str, doc: dict) -> str:
     """'pg_settings of PostgreSQL 18.6'; a list read from reference material says so."""
-    text = f"{doc['source']} of {_title(flavour)} {doc['server_version'].split('-')[0]}"
+    version = doc["server_version"].split("-")[0]
     if doc.get("read_from") == "manual":
-        text += " (read from reference material, not from a server)"
-    return text
+        return (f"reference material of {_title(flavour)} {version} (read from a manual, "
+                f"not from a server{'' if doc.get('complete') else '; a partial list'})")
+    return f"{doc['source']} of {_title(flavour)} {version}"
 
 
 @lru_cache(maxsize=8)

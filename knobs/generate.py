@@ -114,7 +114,8 @@ MY_QUERY = ("SELECT VARIABLE_NAME, VARIABLE_TYPE, NUMERIC_MIN_VALUE, NUMERIC_MAX
             "ENUM_VALUE_LIST, READ_ONLY, DEFAULT_VALUE, VARIABLE_SCOPE, VARIABLE_COMMENT "
             "FROM information_schema.SYSTEM_VARIABLES ORDER BY VARIABLE_NAME")
 _HELP_VAR = re.compile(r"^([a-z0-9][a-z0-9_-]*)(?:[ \t].*)?$", re.M)  # the variables table
-_HELP_OPTION = re.compile(r"^\s+--([a-z0-9][a-z0-9_-]*)", re.M)  # the option list above it
+# the option list above it: "  --port=#", "  -u, --user=name" (a short form first)
+_HELP_OPTION = re.compile(r"^\s+(?:-[A-Za-z?#], )?--([a-z0-9][a-z0-9_-]*)", re.M)
 
 
 def my_settable(server: Path) -> set[str]:

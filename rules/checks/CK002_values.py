@@ -55,7 +55,7 @@ class KnobValues(Check):
             try:
                 knob = inp.catalog.get(name)
             except KnobNotInVersion as e:
-                out.append(self._refused(inp, name, f"{e.message}{at}"))
+                out.append(self._refused(inp, name, e, at))
                 continue
             except UnknownKnobError:
                 out += self._unknown(inp, name, at, title, unchecked)
@@ -84,20 +84,28 @@ class KnobValues(Check):
                 f"checked: {', '.join(unchecked)}", ""))
         return out
 
-    def _refused(self, inp: CheckInput, name: str, message: str) -> Finding:
+    def _refused(self, inp: CheckInput, name: str, e, at: str) -> Finding:
+        """A name the flavour has, but not the target version (removed, or not yet)."""
+        message = f"{e.message}{at}"
+        fix = (f"replace it by {e.replacement}" if e.replacement else
+               "remove the line") + (" or target a version that has it"
+                                     if not e.removed_in else "")
         if inp.facts.pg:
-            return self.finding("fail", name, f"{message}: PostgreSQL refuses to start",
-                                "remove the line or target a version that has it")
+            return self.finding("fail", name, f"{message}: PostgreSQL refuses to start", fix)
         if name in inp.loose:
             return self.finding("warn", name, f"{message}: the server ignores it (loose- "
-                                "prefix), so the setting has no effect",
-                                "remove the line or target a version that has it")
+                                "prefix), so the setting has no effect", fix)
         return self.finding("fail", name, f"{message}: the server refuses to start with an "
-                            "unknown option", "remove the line or target a version that has it")
+                            "unknown option", fix)
 
     def _unknown(self, inp: CheckInput, name: str, at: str, title: str,
                  unchecked: list[str]) -> list[Finding]:
-        f = inp.facts
+        """A name this version's catalog does not have. Misspelt (one close name) or unknown
+        to a complete list (the server's own): FAIL, the server refuses to start. Unknown to
+        a partial list (read from a manual), a dotted extension name, a loose- option or one
+        a loaded plugin may provide: info with the nearest names, never a guess of FAIL."""
+        f, cat = inp.facts, inp.catalog
+        server = "PostgreSQL" if f.pg else "the server"
         if inp.server_names is not None and f.pg and "." not in name:
             if name not in inp.server_names:
                 close = difflib.get_close_matches(name, sorted(inp.server_names), n=1)
@@ -107,27 +115,43 @@ class KnobValues(Check):
                     f"{hint}: PostgreSQL refuses to start with it", "remove or correct the line")]
             unchecked.append(name)
             return []
+        if name in inp.loose or "." in name:  # ignored when unknown / an extension's own
+            unchecked.append(name)
+            return []
         other = _other_flavour_has(inp, name)
         if other:
+            from pmem_advisor.knobs.validate import ONLY_IN
+
+            # a partial list (MySQL's, from a manual) may lack a name both servers have
+            sure = cat.complete or name in ONLY_IN.get(other.lower(), ())
             return [self.finding(
-                "fail", name, f"{name}{at} is a {other} option, not a {title} one: the server "
-                "refuses to start with an unknown option (is the flavour right?)",
+                "fail" if sure else "warn", name,
+                f"{name}{at} is a {other} option, not a {title} one: the server refuses to "
+                "start with an unknown option (is the flavour right?)",
                 f"remove it, or check against {other} (--db {other.lower()} --version ...)")]
-        names = list(inp.catalog.names()) + list(inp.catalog.absent)
-        close = difflib.get_close_matches(name, names, n=1, cutoff=0.85)
-        if close and close[0] != name:
+        close = [c for c in cat.nearest(name, n=3, cutoff=0.85) if c != name]
+        if close:
             return [self.finding(
-                "warn", name, f"{name}{at} is not a {title} knob the advisor knows; did you "
-                f"mean {close[0]}? A misspelt name stops "
-                f"{'PostgreSQL' if f.pg else 'the server'} from starting",
-                f"check the spelling ({close[0]})")]
-        if f.pg and "." not in name:
+                "fail", name, f"{name}{at} is not a {title} parameter; did you mean "
+                f"{close[0]}? A misspelt name stops {server} from starting",
+                f"correct the spelling: {close[0]}")]
+        nearest = cat.nearest(name)
+        near = f" (nearest: {', '.join(nearest)})" if nearest else ""
+        if cat.complete and not (f.mysql and _loads_plugins(inp)):
             return [self.finding(
-                "warn", name, f"{name}{at} is not a {title} parameter the advisor knows: "
-                "PostgreSQL refuses to start on an unknown name (only extension parameters, "
-                "with a dot, may be unknown)", "check the name against pg_settings")]
-        unchecked.append(name)
-        return []
+                "fail", name, f"{name}{at} is not a {title} parameter{near}: {server} "
+                "refuses to start on an unknown name (checked against "
+                f"{cat.generated_from})", "remove or correct the line")]
+        why = ("a loaded plugin may provide it" if cat.complete else
+               f"the {title} list here is partial ({cat.generated_from or 'curated only'})")
+        return [self.finding("info", name, f"{name}{at} is not in the advisor's {title} "
+                             f"catalog{near}; not checked: {why}", "")]
+
+
+def _loads_plugins(inp: CheckInput) -> bool:
+    """Whether the config loads server plugins, whose options the server's list lacks."""
+    return any(n in inp.settings for n in ("plugin_load", "plugin_load_add",
+                                           "early_plugin_load"))
 
 
 def _parse_option(inp: CheckInput, knob, name: str, text: str) -> None:
