@@ -53,12 +53,13 @@ class KnobNotInVersion(UnknownKnobError):
     ``removed_in`` and, when something takes its place, ``replacement``)."""
 
     def __init__(self, message: str, *, name: str, version: str, removed_in: str | None = None,
-                 replacement: str | None = None) -> None:
+                 replacement: str | None = None, ignored: bool = False) -> None:
         super().__init__(message)
         self.knob_name = name
         self.version = version
         self.removed_in = removed_in
         self.replacement = replacement
+        self.ignored = ignored  # the server accepts the old name and ignores it
 
 
 def normalize_name(engine: str, name: str) -> str:
@@ -280,6 +281,8 @@ class Catalog:
     # name outside them is one the server refuses, not merely one the advisor does not know
     complete: bool = False
     removed: dict[str, dict] = field(default_factory=dict)  # name -> the curated removal entry
+    # removed options the server still accepts from old config files, and ignores (MariaDB)
+    ignored: frozenset[str] = frozenset()
 
     def __iter__(self):
         """The curated knobs (judged by a person): what rules, emitters and the tuner use."""
@@ -312,6 +315,11 @@ class Catalog:
         if key in self.knobs:
             return self.knobs[key]
         where = f"{self.title} {self.version}"
+        if key in self.ignored:
+            raise KnobNotInVersion(
+                f"{key} was removed from {self.title}: {where} accepts it only so that old "
+                "config files still start, and ignores it", name=key, version=self.version,
+                ignored=True)
         if key in self.removed:
             entry = self.removed[key]
             use = entry.get("replacement")
@@ -424,7 +432,7 @@ def load_catalog(engine: str, flavour: str | None = None, version: str | None = 
             absent[base.name] = (since, until)
             continue
         knobs[base.name] = _at_version(flavour, base.name, version)
-    facts, source, complete = _generated_for(flavour, version)
+    facts, source, meta = _generated_for(flavour, version)
     for name in sorted(facts):
         if name not in knobs and name not in absent:
             knobs[name] = _generated_knob(flavour, facts[name], source, version)
@@ -442,8 +450,9 @@ def load_catalog(engine: str, flavour: str | None = None, version: str | None = 
         for name, span in _generated_history(flavour).items():
             if name not in knobs and name not in absent and name not in removed:
                 absent[name] = span
+    ignored = frozenset(n for n in meta.get("ignored_options", ()) if n not in knobs)
     return Catalog(engine, flavour, raw["title"], version, knobs, absent, source,
-                   complete=complete, removed=removed)
+                   complete=bool(meta.get("complete")), removed=removed, ignored=ignored)
 
 
 # -- the servers' own lists (data/generated) ---------------------------------------------------
@@ -463,13 +472,13 @@ def _generated_docs(flavour: str) -> tuple[dict, ...]:
     return tuple(sorted(docs, key=lambda d: parse_version(d["series"])))
 
 
-def _generated_for(flavour: str, version: str) -> tuple[dict[str, dict], str | None, bool]:
-    """The server facts for ``version`` and whether they are complete: its own series' list
-    when generated (complete when read from a server's full list); between two generated
-    series, the knobs both have (newer facts); outside them, none (manual only)."""
+def _generated_for(flavour: str, version: str) -> tuple[dict[str, dict], str | None, dict]:
+    """The server facts for ``version``, their source and the list's own header (complete:
+    a server's full list; ignored_options): its own series' list when generated; between two
+    generated series, the knobs both have (newer facts); outside them, none (manual only)."""
     docs = _generated_docs(flavour)
     if not docs:
-        return {}, None, False
+        return {}, None, {}
     parts = len(parse_version(docs[0]["series"]))
     want = parse_version(series(version, parts))
     for doc in docs:
@@ -478,16 +487,17 @@ def _generated_for(flavour: str, version: str) -> tuple[dict[str, dict], str | N
             for option in doc.get("options", []):  # startup options that are no variable
                 facts.setdefault(option, {"name": option, "type": "string", "scope": "restart",
                                           "description": "a startup option (no variable)"})
-            return facts, _provenance(flavour, doc), bool(doc.get("complete"))
+            return facts, _provenance(flavour, doc), {k: v for k, v in doc.items()
+                                                      if k != "knobs"}
     older = [d for d in docs if parse_version(d["series"]) < want]
     newer = [d for d in docs if parse_version(d["series"]) > want]
     if not older or not newer:
-        return {}, None, False
+        return {}, None, {}
     low, high = older[-1], newer[0]
     low_names = {k["name"] for k in low["knobs"]}
     facts = {k["name"]: k for k in high["knobs"] if k["name"] in low_names}
     return facts, (f"{high['source']} of {_title(flavour)} {low['series']} and "
-                   f"{high['series']} (the knobs both have)"), False
+                   f"{high['series']} (the knobs both have)"), {}
 
 
 def _provenance(flavour: str, doc: dict) -> str:

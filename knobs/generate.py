@@ -130,6 +130,41 @@ def my_settable(server: Path) -> set[str]:
     return {n.replace("-", "_") for n in names}
 
 
+_COMPAT = re.compile(r"'([a-z0-9_-]+)' was removed\. It does nothing now")
+_AMBIGUOUS = re.compile(r"ambiguous option '--loose-([a-z0-9_-]+)")
+
+
+def my_ignored_options(server: Path, known: set[str]) -> list[str]:
+    """Options the server accepts only for old config files and ignores ("'X' was removed.
+    It does nothing now"): MariaDB keeps removed InnoDB options so that an old my.cnf still
+    starts. They are in no list the server prints, so every name in the binary that is no
+    known setting is tried as a loose- option (unknown ones are then only warnings)."""
+    strings = subprocess.run(["strings", "-n", "4", str(server)], capture_output=True,
+                             text=True, timeout=120).stdout
+    words = {w.replace("-", "_") for w in strings.split("\n")
+             if re.fullmatch(r"[a-z][a-z0-9_-]{2,60}", w)}
+    names = sorted(w for w in words - known if not any(k.startswith(w) for k in known))
+    found: set[str] = set()
+    for i in range(0, len(names), 2000):
+        batch = names[i:i + 2000]
+        for _ in range(20):  # a prefix of two options stops the parse: drop it, try again
+            r = _run_as_server_user([str(server), "--no-defaults",
+                                     *(f"--loose-{n}=1" for n in batch), "--verbose", "--help"])
+            found |= {n.replace("-", "_") for n in _COMPAT.findall(r.stderr)}
+            ambiguous = {n.replace("-", "_") for n in _AMBIGUOUS.findall(r.stderr)}
+            if r.returncode == 0 or not ambiguous:
+                break
+            batch = [n for n in batch if n not in ambiguous]
+    return sorted(found)
+
+
+def _run_as_server_user(argv: list[str]) -> subprocess.CompletedProcess:
+    from pmem_advisor.instances.privileges import server_user
+
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd="/",
+                          **server_user().popen_kwargs())
+
+
 def my_entry(row: tuple, settable: set[str]) -> dict:
     """One SYSTEM_VARIABLES row as a generated catalog entry."""
     name, vtype, lo, hi, enum_list, read_only, default, scope, comment = row
@@ -169,6 +204,7 @@ def collect(binary) -> dict:
     from pmem_advisor.instances import create_instance
 
     options: list[str] | None = None  # MySQL/MariaDB: startup options that are no variable
+    ignored: list[str] = []  # MariaDB: removed options still accepted (and ignored)
     with create_instance(binary) as inst:
         inst.initialize()
         inst.start("")
@@ -186,6 +222,7 @@ def collect(binary) -> dict:
             knobs = [my_entry(r, settable) for r in inst.query(MY_QUERY)]
             source = "information_schema.SYSTEM_VARIABLES"
             options = sorted(settable - {k["name"] for k in knobs})
+            ignored = my_ignored_options(binary.server, settable | {k["name"] for k in knobs})
         inst.stop()
         paths, host = (str(inst.home), str(inst.data_dir)), socket.gethostname()
     for knob in knobs:  # this instance's paths and this host's name are no server defaults
@@ -197,6 +234,8 @@ def collect(binary) -> dict:
     knobs.sort(key=lambda k: k["name"])  # the same order whatever the server's collation
     version = version.split()[0]
     extra = {} if options is None else {"options": options}
+    if ignored:
+        extra["ignored_options"] = ignored
     return {
         "format": FORMAT,
         "flavour": binary.flavour,

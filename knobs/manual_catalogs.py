@@ -53,6 +53,14 @@ def _base_facts(flavour: str, ref: dict, base: str) -> dict[str, dict]:
     return facts
 
 
+def _base_ignored(flavour: str, spec: dict) -> list[str]:
+    """The base server's ignored (compatibility-only) options: kept by the later series."""
+    path = OUT_DIR / f"{flavour}-{spec['base']}.json" if "base" in spec else None
+    if path is None or not path.is_file():
+        return []
+    return json.loads(path.read_text(encoding="utf-8")).get("ignored_options", [])
+
+
 def names_of(flavour: str, ref: dict, name: str) -> set[str]:
     spec = ref["series"][name]
     if "base" in spec:
@@ -80,6 +88,7 @@ def build(flavour: str, name: str) -> dict:
             names.discard(knob.name)
     names |= set(curated)
     knobs = [_entry(n, curated.get(n), base.get(n)) for n in sorted(names)]
+    ignored = [n for n in _base_ignored(flavour, spec) if n not in names]
     return {
         "format": FORMAT,
         "flavour": flavour,
@@ -92,6 +101,7 @@ def build(flavour: str, name: str) -> dict:
         "reference": " ".join(str(spec["reference"]).split()),
         "generated_at": datetime.date.today().isoformat(),
         "generated_by": "make catalogs (python -m pmem_advisor.knobs.manual_catalogs)",
+        **({"ignored_options": ignored} if ignored else {}),
         "knobs": knobs,
     }
 

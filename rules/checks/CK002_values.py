@@ -87,6 +87,9 @@ class KnobValues(Check):
     def _refused(self, inp: CheckInput, name: str, e, at: str) -> Finding:
         """A name the flavour has, but not the target version (removed, or not yet)."""
         message = f"{e.message}{at}"
+        if e.ignored:  # it starts, but the line does nothing: a config that says what it isn't
+            return self.finding("warn", name, f"{message}: the setting has no effect",
+                                "remove the line")
         fix = (f"replace it by {e.replacement}" if e.replacement else
                "remove the line") + (" or target a version that has it"
                                      if not e.removed_in else "")

@@ -45,6 +45,7 @@ def test_committed_catalog_is_what_the_server_reports(target):
     differ = [a["name"] for a, b in zip(doc["knobs"], committed["knobs"], strict=True) if a != b]
     assert not differ, f"{target}: facts differ from the server: {differ[:10]} (make catalogs)"
     assert doc.get("options") == committed.get("options")
+    assert doc.get("ignored_options") == committed.get("ignored_options")
 
 
 def test_every_server_list_has_provenance():
@@ -57,6 +58,8 @@ def test_every_server_list_has_provenance():
     assert "MariaDB" in maria["build"] and {"user", "chroot"} <= set(maria["options"])
     c = load_catalog("mysql", "mariadb", "10.11")
     assert {"user", "pid_file", "basedir", "skip_name_resolve"} <= {k.name for k in c.all()}
+    # removed InnoDB options MariaDB still takes from old files ('... does nothing now')
+    assert {"innodb_buffer_pool_instances", "innodb_file_format"} <= c.ignored
 
 
 def test_manual_lists_say_so_and_are_up_to_date():
