@@ -283,6 +283,11 @@ class Catalog:
     removed: dict[str, dict] = field(default_factory=dict)  # name -> the curated removal entry
     # removed options the server still accepts from old config files, and ignores (MariaDB)
     ignored: frozenset[str] = frozenset()
+    removed_later: dict[str, dict] = field(default_factory=dict)  # valid here, removed later
+
+    def removal_ahead(self, name: str) -> dict | None:
+        """The curated removal of a knob this version still has (an upgrade will refuse it)."""
+        return self.removed_later.get(normalize_name(self.engine, name))
 
     def __iter__(self):
         """The curated knobs (judged by a person): what rules, emitters and the tuner use."""
@@ -436,10 +441,12 @@ def load_catalog(engine: str, flavour: str | None = None, version: str | None = 
     for name in sorted(facts):
         if name not in knobs and name not in absent:
             knobs[name] = _generated_knob(flavour, facts[name], source, version)
-    removed = {}
+    removed, removed_later = {}, {}
     for entry in raw.get("removed", []):
         name = entry["name"]
         if not version_in(version, entry["until"], None):
+            if name in knobs and not entry.get("alias"):  # an alias keeps working
+                removed_later[name] = entry
             continue  # this version still has it (the server's own list says how)
         if entry.get("alias") and entry.get("replacement") in knobs:
             knobs.setdefault(name, knobs[entry["replacement"]])  # the old name still works
@@ -452,7 +459,8 @@ def load_catalog(engine: str, flavour: str | None = None, version: str | None = 
                 absent[name] = span
     ignored = frozenset(n for n in meta.get("ignored_options", ()) if n not in knobs)
     return Catalog(engine, flavour, raw["title"], version, knobs, absent, source,
-                   complete=bool(meta.get("complete")), removed=removed, ignored=ignored)
+                   complete=bool(meta.get("complete")), removed=removed, ignored=ignored,
+                   removed_later=removed_later)
 
 
 # -- the servers' own lists (data/generated) ---------------------------------------------------

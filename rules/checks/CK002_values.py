@@ -67,6 +67,13 @@ class KnobValues(Check):
                     f"remove the line; use {knob.init_option}" if knob.init_option
                     else "remove the line"))
                 continue
+            ahead = inp.catalog.removal_ahead(name)
+            if ahead:
+                use = ahead.get("replacement")
+                out.append(self.finding(
+                    "info", name, f"{name}{at} is removed in {inp.catalog.title} "
+                    f"{ahead['until']}: a server of that release or later refuses to start "
+                    "with it", f"before upgrading, {'use ' + use if use else 'remove it'}"))
             try:
                 _parse_option(inp, knob, name, text)
             except (UsageError, ArithmeticError, ValueError) as e:
