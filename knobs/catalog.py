@@ -100,6 +100,7 @@ class Knob:
     notes: tuple[str, ...] = field(default=())
     curated: bool = True  # False: known from the server's own list only (not judged, not tuned)
     source: str = "manual"  # where the facts come from: "manual" or "pg_settings of ... 18.6"
+    deprecated: str | None = None  # the release that deprecated it (reference lists only)
 
     @property
     def tunable(self) -> bool:
@@ -438,6 +439,9 @@ def load_catalog(engine: str, flavour: str | None = None, version: str | None = 
             continue
         knobs[base.name] = _at_version(flavour, base.name, version)
     facts, source, meta = _generated_for(flavour, version)
+    for name, knob in knobs.items():  # the list's deprecation applies to a curated knob too
+        if facts.get(name, {}).get("deprecated"):
+            knobs[name] = replace(knob, deprecated=facts[name]["deprecated"])
     for name in sorted(facts):
         if name not in knobs and name not in absent:
             knobs[name] = _generated_knob(flavour, facts[name], source, version)
@@ -556,7 +560,7 @@ def _generated_knob(flavour: str, fact: dict, source: str, version: str) -> Knob
         safety_reason="not judged by pmem-advisor: known from the server's own list only",
         config_file=fact.get("config_file", True),
         init_option=None if fact.get("config_file", True) else "cannot be set in a config file",
-        curated=False, source=source,
+        curated=False, source=source, deprecated=fact.get("deprecated"),
     )
     default = fact.get("default")
     if default is not None:

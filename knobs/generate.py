@@ -366,7 +366,8 @@ def same_facts(path: Path, doc: dict) -> bool:
     """Whether the committed file at ``path`` holds the knobs ``doc`` read from the server."""
     if not path.is_file():
         return False
-    return json.loads(path.read_text(encoding="utf-8"))["knobs"] == doc["knobs"]
+    old = json.loads(path.read_text(encoding="utf-8"))
+    return all(old.get(k) == doc.get(k) for k in ("knobs", "options", "ignored_options"))
 
 
 def main(argv: list[str] | None = None) -> int:

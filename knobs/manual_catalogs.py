@@ -87,7 +87,8 @@ def build(flavour: str, name: str) -> dict:
         else:
             names.discard(knob.name)
     names |= set(curated)
-    knobs = [_entry(n, curated.get(n), base.get(n)) for n in sorted(names)]
+    deprecated = deprecations(ref, name)
+    knobs = [_entry(n, curated.get(n), base.get(n), deprecated.get(n)) for n in sorted(names)]
     ignored = [n for n in _base_ignored(flavour, spec) if n not in names]
     return {
         "format": FORMAT,
@@ -106,7 +107,22 @@ def build(flavour: str, name: str) -> dict:
     }
 
 
-def _entry(name: str, knob, fact: dict | None) -> dict:
+def deprecations(ref: dict, name: str) -> dict[str, str]:
+    """name -> the release that deprecated it, for series ``name`` and the ones it builds on."""
+    spec = ref["series"][name]
+    out = deprecations(ref, spec["base"]) if spec.get("base") in ref["series"] else {}
+    out.update({k: str(v) for k, v in (spec.get("deprecated") or {}).items()})
+    return out
+
+
+def _entry(name: str, knob, fact: dict | None, deprecated: str | None = None) -> dict:
+    entry = _facts(name, knob, fact)
+    if deprecated:
+        entry["deprecated"] = deprecated
+    return entry
+
+
+def _facts(name: str, knob, fact: dict | None) -> dict:
     if knob is not None:  # the curated facts (from the manual, checked by a person)
         entry = {"name": name, "type": _TYPES.get(knob.type, knob.type)}
         if knob.type == "enum":
@@ -118,6 +134,8 @@ def _entry(name: str, knob, fact: dict | None) -> dict:
         entry["config_file"] = knob.config_file
         entry["category"] = knob.category
         entry["description"] = knob.description
+        if knob.versions[0]:
+            entry["since"] = knob.versions[0]
         return entry
     if fact:  # the base series' server fact
         return dict(fact)

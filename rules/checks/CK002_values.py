@@ -7,18 +7,25 @@ not know. PostgreSQL refuses to start on any of these; MySQL and MariaDB refuse 
 and bad enum values and clamp out-of-range numbers with a warning, so the config no longer says
 what runs.
 
-Recommendation: values inside the range the knob catalog gives (from the servers' manuals and
-``pg_settings``), names the version has. A knob outside the advisor's catalog is reported as
-not checked (info), never a crash; one close to a catalog name is reported as a likely typo.
+Recommendation: values inside the range the knob catalog gives (the servers' own lists:
+``pg_settings`` of PostgreSQL 13-18, SYSTEM_VARIABLES of MariaDB 10.11; MySQL 8.0/8.4 and
+MariaDB 11.4 from reference material), names the version has. A removed name fails naming the
+release that removed it and what replaces it (``wal_keep_segments`` -> ``wal_keep_size`` in 13);
+a name close to a known one fails as a likely misspelling; any other name a server's complete
+list lacks fails, since the server would refuse it. A name a partial list (read from a manual)
+lacks, an extension's dotted name, a ``loose-`` option or one a loaded plugin may provide is
+reported (info, with the nearest names), never a crash. MariaDB still accepts the InnoDB options
+it removed, and ignores them: a warning, not a failure.
 
 An option is not always its variable: ``log_bin`` in SYSTEM_VARIABLES is the read-only ON/OFF
 status, but the option ``--log-bin[=name]`` takes the binary log's base name, so
 ``log_bin = mysql-bin`` is the normal my.cnf form and passes (any control character still fails).
 
-Sources: PostgreSQL manual §20.1 (setting parameters) and ``pg_settings`` min_val/max_val/
-enumvals; MySQL 8.4 manual §7.1.8 (server system variables) and §19.1.6.4 (``--log-bin=
-file_name``), MariaDB KB "Server system variables" and "Activating the Binary Log" (``log_bin``
-with an optional basename); the knob catalogs in ``knobs/data``.
+Sources: PostgreSQL manual §20.1 (setting parameters), appendix E (release notes: removed
+parameters) and ``pg_settings`` min_val/max_val/enumvals; MySQL Server Version Reference
+(options added, deprecated, removed); MySQL 8.4 manual §7.1.8 (server system variables) and
+§19.1.6.4 (``--log-bin=file_name``), MariaDB KB "Server system variables" and "Activating the
+Binary Log" (``log_bin`` with an optional basename); the knob catalogs in ``knobs/data``.
 """
 
 from __future__ import annotations
@@ -68,6 +75,11 @@ class KnobValues(Check):
                     else "remove the line"))
                 continue
             ahead = inp.catalog.removal_ahead(name)
+            deprecated = knob.deprecated
+            if deprecated and not ahead:
+                out.append(self.finding(
+                    "info", name, f"{name}{at} is deprecated since {inp.catalog.title} "
+                    f"{deprecated}: a later release may remove it", ""))
             if ahead:
                 use = ahead.get("replacement")
                 out.append(self.finding(
