@@ -120,36 +120,25 @@ def test_unknown_knobs_are_reported_not_a_crash(run_cli, ssd_profile, tmp_path):
     assert found["no_such_setting_at_all"]["severity"] == "fail"
 
 
-@pytest.mark.parametrize("version,text,needle", [
-    ("13", "wal_keep_segments = 64\n", "removed in PostgreSQL 13 (use wal_keep_size"),
-    ("14", "operator_precedence_warning = off\n", "removed in PostgreSQL 14"),
-    ("15", "stats_temp_directory = 'pg_stat_tmp'\n", "removed in PostgreSQL 15"),
-    ("16", "vacuum_defer_cleanup_age = 0\n", "removed in PostgreSQL 16"),
-    ("17", "old_snapshot_threshold = -1\n", "removed in PostgreSQL 17"),
-    ("18", "shared_bufers = 1GB\n", "did you mean shared_buffers"),
-    ("13", "shared_bufers = 1GB\n", "did you mean shared_buffers"),
+@pytest.mark.parametrize("db,version,text,needle", [
+    ("postgres", "13", "wal_keep_segments = 64", "removed in PostgreSQL 13 (use wal_keep_size"),
+    ("postgres", "14", "operator_precedence_warning = off", "removed in PostgreSQL 14"),
+    ("postgres", "15", "stats_temp_directory = 'pg_stat_tmp'", "removed in PostgreSQL 15"),
+    ("postgres", "16", "vacuum_defer_cleanup_age = 0", "removed in PostgreSQL 16"),
+    ("postgres", "17", "old_snapshot_threshold = -1", "removed in PostgreSQL 17"),
+    ("postgres", "18", "shared_bufers = 1GB", "did you mean shared_buffers"),
+    ("postgres", "13", "shared_bufers = 1GB", "did you mean shared_buffers"),
+    ("mysql", "8.0", "query_cache_size = 0", "removed in MySQL 8.0.3"),
+    ("mysql", "8.4", "expire_logs_days = 7", "binlog_expire_logs_seconds"),
+    ("mysql", "8.0", "thread_cach_size = 8", "did you mean thread_cache_size"),
+    ("mariadb", "10.11", "max_conections = 200", "did you mean max_connections"),
+    ("mariadb", "11.4", "innodb_defragment = 1", "removed in MariaDB 11.1"),
 ])
-def test_removed_and_misspelt_postgres_options_fail(run_cli, ssd_profile, tmp_path, version,
-                                                     text, needle):
-    conf = _conf(tmp_path, "postgresql.conf", text)
-    code, out, _ = run_cli("check", "--profile", ssd_profile, "--db", "postgres", "--version",
-                           version, "--config", conf, "--format", "json")
-    assert code == 1
-    assert any(f["rule"] == "CK002" and f["severity"] == "fail" and needle in f["message"]
-               for f in _findings(out))
-
-
-@pytest.mark.parametrize("flavour,version,text,needle", [
-    ("mysql", "8.0", "query_cache_size = 0\n", "removed in MySQL 8.0.3"),
-    ("mysql", "8.4", "expire_logs_days = 7\n", "binlog_expire_logs_seconds"),
-    ("mysql", "8.0", "thread_cach_size = 8\n", "did you mean thread_cache_size"),
-    ("mariadb", "10.11", "max_conections = 200\n", "did you mean max_connections"),
-    ("mariadb", "11.4", "innodb_defragment = 1\n", "removed in MariaDB 11.1"),
-])
-def test_removed_and_misspelt_mysql_options_fail(run_cli, ssd_profile, tmp_path, flavour,
-                                                  version, text, needle):
-    conf = _conf(tmp_path, "my.cnf", "[mysqld]\n" + text)
-    code, out, _ = run_cli("check", "--profile", ssd_profile, "--db", flavour, "--version",
+def test_removed_and_misspelt_options_fail(run_cli, ssd_profile, tmp_path, db, version, text,
+                                           needle):
+    conf = (_conf(tmp_path, "postgresql.conf", text + "\n") if db == "postgres" else
+            _conf(tmp_path, "my.cnf", f"[mysqld]\n{text}\n"))
+    code, out, _ = run_cli("check", "--profile", ssd_profile, "--db", db, "--version",
                            version, "--config", conf, "--format", "json")
     assert code == 1
     assert any(f["rule"] == "CK002" and f["severity"] == "fail" and needle in f["message"]
