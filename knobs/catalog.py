@@ -283,6 +283,8 @@ class Catalog:
     # removed options the server still accepts from old config files, and ignores (MariaDB)
     ignored: frozenset[str] = frozenset()
     removed_later: dict[str, dict] = field(default_factory=dict)  # valid here, removed later
+    # names a partial list was checked not to have (the server refuses them)
+    refused: frozenset[str] = frozenset()
 
     def removal_ahead(self, name: str) -> dict | None:
         """The curated removal of a knob this version still has (an upgrade will refuse it)."""
@@ -445,7 +447,8 @@ def build_catalog(spec: EngineSpec, flavour: str | None = None,
     ignored = frozenset(n for n in meta.get("ignored_options", ()) if n not in knobs)
     return Catalog(engine, flavour, raw["title"], version, knobs, absent, source,
                    complete=bool(meta.get("complete")), removed=removed, ignored=ignored,
-                   removed_later=removed_later)
+                   removed_later=removed_later,
+                   refused=frozenset(n for n in meta.get("refused", ()) if n not in knobs))
 
 
 # -- the servers' own lists (data/generated) ---------------------------------------------------

@@ -103,6 +103,8 @@ def build(flavour: str, name: str) -> dict:
         "generated_at": datetime.date.today().isoformat(),
         "generated_by": "make catalogs (python -m pmem_advisor.knobs.manual_catalogs)",
         **({"ignored_options": ignored} if ignored else {}),
+        **({"refused": sorted(set(spec["refused"].split()) - names)}
+           if spec.get("refused") else {}),
         "knobs": knobs,
     }
 

@@ -142,10 +142,8 @@ class KnobValues(Check):
             return []
         other = _other_flavour_has(inp, name)
         if other:
-            from pmem_advisor.knobs.validate import ONLY_IN
-
             # a partial list (MySQL's, from a manual) may lack a name both servers have
-            sure = cat.complete or name in ONLY_IN.get(other.lower(), ())
+            sure = cat.complete or name in cat.refused
             return [self.finding(
                 "fail" if sure else "warn", name,
                 f"{name}{at} is a {other} option, not a {title} one: the server refuses to "

@@ -132,7 +132,7 @@ def test_generator_keeps_the_committed_file_when_a_server_is_out_of_reach(
 def test_config_validate_on_every_postgres_major(major, tmp_path):
     """The real server of each major takes a config with its own new parameter."""
     from pmem_advisor.engines.postgres.parse import parse_postgresql_conf
-    from pmem_advisor.knobs.validate import validate_config
+    from pmem_advisor.engines.server_validate import validate_config
 
     binary = _server("postgres", "postgresql", major)
     own = {"13": "wal_keep_size = 64MB", "14": "client_connection_check_interval = 10s",
