@@ -329,6 +329,12 @@ def find_server(engine: str, flavour: str, version: str, *, fetch: bool):
     return binary
 
 
+def _read_from(flavour: str, version: str) -> str | None:
+    path = OUT_DIR / f"{flavour}-{version}.json"
+    return json.loads(path.read_text(encoding="utf-8")).get("read_from") if path.is_file() \
+        else None
+
+
 def targets(only: list[str] | None = None, *, fetch: bool = False) -> list:
     """The servers to read, of those named (default: all); each one not here is named."""
     found = []
@@ -337,7 +343,9 @@ def targets(only: list[str] | None = None, *, fetch: bool = False) -> list:
             found.append(find_server(engine, flavour, version, fetch=fetch))
         except EnvironmentProblem as e:
             print(f"skip {flavour} {version}: {e.message}; the committed "
-                  f"{flavour}-{version}.json is kept", file=sys.stderr)
+                  f"{flavour}-{version}.json is kept"
+                  + (" (built from reference material by manual_catalogs)"
+                     if _read_from(flavour, version) == "manual" else ""), file=sys.stderr)
     return found
 
 

@@ -171,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
             jsonschema.validate(doc, SCHEMA)
             path = args.out / f"{flavour}-{name}.json"
             old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+            if old is not None and old.get("read_from") == "server":
+                print(f"{path.name}: read from a server; kept", file=sys.stderr)
+                continue  # a server's own list beats reference material
             same = old is not None and _undated(old) == _undated(doc)
             if args.check:
                 print(f"{path.name}: {'up to date' if same else 'DIFFERS'}", file=sys.stderr)
