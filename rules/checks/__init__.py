@@ -188,6 +188,9 @@ def build_input(facts: Facts, settings: dict | None = None, *, source: str = "no
         try:
             catalog = load_catalog_for(facts)
         except UsageError as e:
+            if not _before_supported(facts):  # a typo or a future release: exit 2, listed
+                raise
+            # an old series (CK006 says it is past its end of life): the newest catalog
             notes.append(f"{e.message}: values checked against the newest catalog")
             rule_facts = replace(facts, version=None)
             catalog = load_catalog_for(rule_facts)
@@ -245,3 +248,17 @@ def _advice(facts: Facts, catalog, notes: list[str]):
     except AdvisorError as e:
         notes.append(f"no advice to compare the running settings with: {e}")
         return None
+
+
+def _before_supported(facts) -> bool:
+    """Whether the target version is a real one older than every supported series."""
+    from pmem_advisor.errors import UsageError
+    from pmem_advisor.knobs.catalog import supported_versions
+    from pmem_advisor.knobs.version import parse_version
+
+    try:
+        oldest = supported_versions(facts.engine, facts.flavour)[0]
+        return facts.version is not None and \
+            parse_version(str(facts.version)) < parse_version(oldest)
+    except UsageError:
+        return False

@@ -114,10 +114,59 @@ def test_unknown_knobs_are_reported_not_a_crash(run_cli, ssd_profile, tmp_path):
                  "pg_stat_statements.max = 1000\nno_such_setting_at_all = 3\n")
     code, out, _ = run_cli("check", "--profile", ssd_profile, "--db", "postgres", "--version",
                            "16", "--config", conf, "--format", "json")
-    assert code == 0
+    assert code == 1  # PostgreSQL 16's own list lacks it: the server would not start
     found = {f["subject"]: f for f in _findings(out) if f["rule"] == "CK002"}
     assert "pg_stat_statements.max" in found["unchecked knobs"]["message"]
-    assert found["no_such_setting_at_all"]["severity"] == "warn"
+    assert found["no_such_setting_at_all"]["severity"] == "fail"
+
+
+@pytest.mark.parametrize("db,version,text,needle", [
+    ("postgres", "13", "wal_keep_segments = 64", "removed in PostgreSQL 13 (use wal_keep_size"),
+    ("postgres", "14", "operator_precedence_warning = off", "removed in PostgreSQL 14"),
+    ("postgres", "15", "stats_temp_directory = 'pg_stat_tmp'", "removed in PostgreSQL 15"),
+    ("postgres", "16", "vacuum_defer_cleanup_age = 0", "removed in PostgreSQL 16"),
+    ("postgres", "17", "old_snapshot_threshold = -1", "removed in PostgreSQL 17"),
+    ("postgres", "18", "shared_bufers = 1GB", "did you mean shared_buffers"),
+    ("postgres", "13", "shared_bufers = 1GB", "did you mean shared_buffers"),
+    ("mysql", "8.0", "query_cache_size = 0", "removed in MySQL 8.0.3"),
+    ("mysql", "8.4", "expire_logs_days = 7", "binlog_expire_logs_seconds"),
+    ("mysql", "8.0", "thread_cach_size = 8", "did you mean thread_cache_size"),
+    ("mariadb", "10.11", "max_conections = 200", "did you mean max_connections"),
+    ("mariadb", "11.4", "innodb_defragment = 1", "removed in MariaDB 11.1"),
+])
+def test_removed_and_misspelt_options_fail(run_cli, ssd_profile, tmp_path, db, version, text,
+                                           needle):
+    conf = (_conf(tmp_path, "postgresql.conf", text + "\n") if db == "postgres" else
+            _conf(tmp_path, "my.cnf", f"[mysqld]\n{text}\n"))
+    code, out, _ = run_cli("check", "--profile", ssd_profile, "--db", db, "--version",
+                           version, "--config", conf, "--format", "json")
+    assert code == 1
+    assert any(f["rule"] == "CK002" and f["severity"] == "fail" and needle in f["message"]
+               for f in _findings(out))
+
+
+@pytest.mark.parametrize("flavour,version,text", [
+    ("mysql", "8.0", "thread_cache_size = 64\ntable_definition_cache = 2000\n"
+                     "table_open_cache = 4000\nskip-name-resolve\n"),
+    ("mysql", "8.4", "thread_cache_size = 64\ntable_definition_cache = 2000\n"),
+    ("mariadb", "10.11", "thread_cache_size = 64\nquery_cache_size = 0\n"
+                         "innodb_buffer_pool_instances = 4\n"),
+    ("mariadb", "11.4", "thread_cache_size = 64\ntable_definition_cache = 2000\n"),
+])
+def test_valid_options_of_each_version_pass_ck002(run_cli, ssd_profile, tmp_path, flavour,
+                                                  version, text):
+    conf = _conf(tmp_path, "my.cnf", "[mysqld]\n" + text)
+    code, out, _ = run_cli("check", "--profile", ssd_profile, "--db", flavour, "--version",
+                           version, "--config", conf, "--format", "json")
+    assert not [f for f in _findings(out) if f["rule"] == "CK002" and f["severity"] == "fail"]
+
+
+def test_an_unknown_target_version_is_exit_2_listing_the_supported(run_cli, ssd_profile,
+                                                                    tmp_path):
+    conf = _conf(tmp_path, "postgresql.conf", "shared_buffers = 1GB\n")
+    code, out, err = run_cli("check", "--profile", ssd_profile, "--db", "postgres",
+                             "--version", "99", "--config", conf)
+    assert code == 2 and out == "" and "supported: 13, 14, 15, 16, 17, 18" in err
 
 
 @pytest.mark.parametrize("make_args,needle", [
