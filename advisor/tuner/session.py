@@ -537,6 +537,7 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
             "workload": req.workload, "objective": req.objective,
             "latency_slo_ms": req.latency_slo_ms, "scale": scale, "clients": req.clients,
             "duration_s": req.duration, "warmup_s": req.warmup, "use_rules": req.use_rules,
+            "repeats": req.repeats,
             "emulated_pmem": emulated(profile), "target": target.to_dict(),
             "production_settings": production, "data_notes": [*notes, *warns],
             "allow_unsafe": req.allow_unsafe, "memory_bytes": target.memory_bytes,

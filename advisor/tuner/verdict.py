@@ -13,10 +13,15 @@ the best (the winner's curse), so the verdict uses only fresh runs:
   first round at which n vs n runs can reach that level at all (``stats.min_p_value``), and
   the last; the run stops at the first look where the question "which config do we emit" is
   answered, else after ``max_rounds`` rounds (the user's --repeats);
-- outcome: "tuned is better by X% [CI]" (emit tuned), "no significant difference: keep rules"
-  (the interval lies within +/-RESOLUTION_PCT: the runs could have seen a gain that size), or
-  "inconclusive: noise Y%, run longer" (keep rules). Rules-only is kept unless it is
-  significantly worse than the defaults, and whether it beats the defaults is said too.
+- outcome, a decision in every case the runs allow one: "tuned is better by X% [CI]" (emit
+  tuned); "worse" (keep rules); or "equivalent": the tuned config beats rules-only by at most
+  B% at 95% confidence, B the upper end of the interval of the ratio of medians, once that end
+  is within EQUIVALENCE_MAX_PCT (a non-superiority bound, the one-sided half of a TOST: the
+  runs rule out any gain larger than B, so keeping the rules' config loses at most B). Only
+  when the rounds (or the time budget) end before the interval is that narrow is the verdict
+  "inconclusive", with the interleaved runs per config that would bound it
+  (``runs_needed``). Rules-only is kept unless it is significantly worse than the defaults,
+  and whether it beats the defaults is said too.
 
 With several workers on one study the final phase runs once: each worker creates a RUNNING
 trial with role "verdict" straight in the storage (trial numbers are handed out atomically);
@@ -29,6 +34,7 @@ Optuna and claimed again; the rounds measured so far are kept in the study and r
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 import warnings
@@ -46,7 +52,11 @@ if TYPE_CHECKING:
     from pmem_advisor.tuner.tuner import Tuner
 
 ALPHA = 0.05
-RESOLUTION_PCT = 10.0  # "no difference" needs the whole interval within +/- this
+# "equivalent" needs the interval's upper end (the largest gain the runs leave possible)
+# within this: a bound that a DBA would not re-tune for. Wider is "inconclusive".
+EQUIVALENCE_MAX_PCT = 10.0
+RESOLUTION_PCT = EQUIVALENCE_MAX_PCT  # the name older callers use
+MAX_RUNS_NEEDED = 500
 DEFAULT_MAX_ROUNDS = 8
 VERDICT_ROLE = "verdict"
 VERDICT_ATTR = "pmem_advisor.verdict"
@@ -109,10 +119,34 @@ def _by(c: dict[str, Any]) -> str:
     return f"{g:.1f}% [{low:.1f}%, {high:.1f}%]"
 
 
-def _within(c: dict[str, Any]) -> bool:
-    low, high = c.get("ci_low_pct"), c.get("ci_high_pct")
-    return low is not None and high is not None and -RESOLUTION_PCT <= low and high <= \
-        RESOLUTION_PCT
+def _bounded(c: dict[str, Any]) -> bool:
+    """The largest gain the runs leave possible is within the equivalence bound."""
+    high = c.get("ci_high_pct")
+    return high is not None and high <= EQUIVALENCE_MAX_PCT
+
+
+def equivalence_bound(c: dict[str, Any]) -> float:
+    """The stated bound: the interval's upper end, rounded up to 0.1% (never below 0.1%)."""
+    return max(0.1, math.ceil(10.0 * float(c["ci_high_pct"]) - 1e-9) / 10.0)
+
+
+def runs_needed(c: dict[str, Any], bound: float = EQUIVALENCE_MAX_PCT) -> int | None:
+    """Interleaved runs per config that would likely decide the comparison ``c``: bound its
+    upper end within ``bound`` (when the point estimate is below it), else separate a gain of
+    the estimated size from zero; intervals narrow as 1/sqrt(runs). None when unknown."""
+    n = min(c.get("n_a") or 0, c.get("n_b") or 0)
+    gain, low, high = c.get("gain_pct"), c.get("ci_low_pct"), c.get("ci_high_pct")
+    if n < 2 or gain is None or low is None or high is None:
+        return None
+    if gain < bound:
+        half = high - gain
+        need = n * (half / (bound - gain)) ** 2 if half > 0 else n
+    elif gain > 0:
+        half = gain - low
+        need = n * (half / gain) ** 2 if half > 0 else n
+    else:
+        return None
+    return int(min(MAX_RUNS_NEEDED, max(n + 1, math.ceil(need))))
 
 
 def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
@@ -120,7 +154,7 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
     """The verdict on the runs so far (``final``: no more rounds will come).
 
     ``values``: role (tuned | rules | default) -> the objective of each successful run.
-    Returns kind (better | worse | no-difference | inconclusive | undecided), emit (the role
+    Returns kind (better | worse | equivalent | inconclusive | undecided), emit (the role
     whose config is written), text (the sentence every output prints), comparisons, noise_pct.
     """
     roles = [r for r in ROLES if r in values]
@@ -150,18 +184,24 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
         out.update(kind="worse", emit=keep, decided=rd is None or rd["decision"] != "none",
                    text=f"{_label(candidate)} is worse by {_by(main)} than {_label(ref)}: "
                    f"keep {KEEP[keep]}")
-    elif _within(main):
-        out.update(kind="no-difference", emit=keep, decided=False,
-                   text=f"no significant difference: keep {KEEP[keep]} ({_label(candidate)} vs "
-                   f"{_label(ref)} {_ci(main)})")
+    elif _bounded(main):
+        bound = equivalence_bound(main)
+        out.update(kind="equivalent", emit=keep, decided=True, bound_pct=bound,
+                   text=f"equivalent: {_label(candidate)} beats {_label(ref)} by at most "
+                   f"{bound:.1f}% at {100 * (1 - plan.alpha):.0f}% confidence "
+                   f"({_ci(main)}): keep {KEEP[keep]}")
     else:
+        need = runs_needed(main)
         n = min(len(values[candidate]), len(values[ref]))
-        need = next(k for k in range(2, 64) if min_p_value(k) <= plan.alpha_per_test)
-        why = (f": {n} runs per config can never reach significance at this level, "
-               f"{need} can" if n < need else "")
-        out.update(kind="inconclusive", emit=keep, decided=False,
-                   text=f"inconclusive: noise {noise_text}, run longer{why} ({_label(candidate)}"
-                   f" vs {_label(ref)} {_ci(main)}); keeping {KEEP[keep]}")
+        floor = next(k for k in range(2, 64) if min_p_value(k) <= plan.alpha_per_test)
+        need = max(need or 0, floor) if need is not None or n < floor else None
+        what = (f"about {need} interleaved runs per config would bound it" if need else
+                "more runs would bound it")
+        out.update(kind="inconclusive", emit=keep, decided=False, runs_needed=need,
+                   text=f"inconclusive: after {n} runs per config the difference is not "
+                   f"bounded within {EQUIVALENCE_MAX_PCT:.0f}% ({_label(candidate)} vs "
+                   f"{_label(ref)} {_ci(main)}, noise {noise_text}); {what}; keeping "
+                   f"{KEEP[keep]}")
     notes = []
     if rd is not None:
         if rd["decision"] == "better":
@@ -176,7 +216,7 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
         notes.append(f"tuned vs server defaults {_ci(td)}"
                      + ("" if td["decision"] == "better" else " (not significant)"))
     out["notes"] = notes
-    if out["kind"] in ("no-difference", "inconclusive") and not final:
+    if out["kind"] == "inconclusive" and not final:
         out["kind"] = "undecided"
     out["text_full"] = "; ".join([out["text"], *notes]) + f" ({conf}, interleaved runs " + \
         ", ".join(f"{_label(r)} {len(values[r])}" for r in roles) + ")"
@@ -268,9 +308,18 @@ def claim(study: optuna.Study, key: str, *, poll_s: float = POLL_S) -> int | Non
     return None
 
 
+def rounds_planned(tuner: Tuner) -> int:
+    """--repeats rounds, plus those the time pruned trials saved pays for (0 with
+    --repeats 0: no re-measurement was asked for)."""
+    if tuner.options.repeats < 1:
+        return 0
+    extra = getattr(tuner, "extra_rounds", lambda: 0)()
+    return tuner.options.repeats + int(extra)
+
+
 def remeasure_runs_planned(tuner: Tuner) -> int:
     fin = finalists(tuner.study, tuner.options.latency_slo_ms)
-    return len(fin) * max(0, tuner.options.repeats) if len(fin) >= 2 else 0
+    return len(fin) * rounds_planned(tuner) if len(fin) >= 2 else 0
 
 
 def run_final(tuner: Tuner) -> dict[str, Any] | None:
@@ -298,7 +347,7 @@ def run_final(tuner: Tuner) -> dict[str, Any] | None:
         return _stored(study, key)
     metric = METRIC_ATTRS[opts.objective]
     higher = opts.objective == "throughput"
-    plan = make_plan(opts.repeats, list(fin))
+    plan = make_plan(rounds_planned(tuner), list(fin))
     store: dict[str, list[dict]] = dict(study.user_attrs.get(REMEASURE_ATTR) or {})
     storage = study._storage
     with _Heartbeat(study, mine):
