@@ -18,8 +18,9 @@ Recommendation (OLTP and mixed workloads, any medium): redo capacity = the buffe
 dedicated-server baseline gives a quarter of it on MariaDB, 100 MB on MySQL 8.0.30+ at 2 GB
 or less), searched from the baseline to twice the memory budget (at most 64 GB): the write
 rate is what a run measures, not a fact we have before it. The buffer pool is searched from
-the baseline to 75% of the memory budget (innodb_dedicated_server's share; the manual allows
-up to 80% on a dedicated server); the memory gate still applies to every trial. Both are
+half the baseline (the budget rules may lower it to fit) to 75% of the memory budget
+(innodb_dedicated_server's share; the manual allows up to 80% on a dedicated server); the
+memory gate still applies to every trial. Both are
 bounded here, at a priority above the other speed rules, so the tuner's first trials move
 them first. MySQL before 8.0.30 sizes several files (innodb_log_files_in_group): left to the
 baseline.
@@ -62,7 +63,8 @@ class InnodbRedoAgainstWrites(Rule):
                   reason="the write rate decides: searched from the dedicated-server size to "
                          "twice the memory budget (K23 §3.1, §5.3.7)")]
         if pool_hi > pool:  # above 4 GB the baseline already takes 75%
-            out.append(Bound("innodb_buffer_pool_size", Bytes(pool), Bytes(pool_hi),
+            # from half the baseline: the memory budget rules may lower the pool to fit
+            out.append(Bound("innodb_buffer_pool_size", Bytes(pool // 2), Bytes(pool_hi),
                              reason="dedicated server: up to 75% of memory "
                                     "(innodb_dedicated_server; the manual allows 80%); the "
                                     "memory gate checks every trial"))
