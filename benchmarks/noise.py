@@ -28,6 +28,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -56,28 +57,32 @@ class Arm:
 
 
 def arms_for(scenario: str, names: list[str] | None = None) -> list[Arm]:
-    """The arms measured per scenario: today's measurement and the candidates."""
+    """The arms measured per scenario: today's measurement and the candidates (the long
+    steady run also gives every shorter window in the summary)."""
     if scenario == DEMO:
         today = Arm("today", "fixed", 2, 8)
-        long = 30
+        short, long = 15, 30
     else:
         today = Arm("today", "fixed", 10, 25)
-        long = 60
+        short, long = 35, 60
+    w = today.warmup_s
     arms = [today,
-            Arm(f"steady{long}", "steady", today.warmup_s, long - today.warmup_s),
-            Arm(f"steady{long}-pinned", "steady", today.warmup_s, long - today.warmup_s,
-                pin=True),
-            Arm(f"steady{long}-analyze", "steady", today.warmup_s, long - today.warmup_s,
-                analyze=True)]
+            Arm(f"steady{short}", "steady", w, short - w),
+            Arm(f"steady{short}-pinned", "steady", w, short - w, pin=True),
+            Arm(f"steady{long}", "steady", w, long - w),
+            Arm(f"steady{long}-pinned", "steady", w, long - w, pin=True),
+            Arm(f"steady{long}-analyze", "steady", w, long - w, analyze=True)]
     if names:
         arms = [a for a in arms if a.name in names]
     return arms
 
 
 # ------------------------------------------------------------------------------ measuring
-def open_demo(log: Callable[[str], None]) -> tuple[Any, Callable[[], None], dict[str, Any]]:
+def open_demo(log: Callable[[str], None], memory: str | None = None
+              ) -> tuple[Any, Callable[[], None], dict[str, Any]]:
     """The demo's evaluator: embedded PostgreSQL 18 (the default `tune postgres` picks) with
-    its data on /dev/shm, at the scale `tune` chooses for the demo's rules."""
+    its data on /dev/shm, at the scale `tune` chooses for the demo's rules (for ``memory``, the
+    demo's --memory, with the server held to it by a memory cgroup as `tune` does)."""
     import shutil
 
     from pmem_advisor.engines.registry import get_engine
@@ -91,26 +96,36 @@ def open_demo(log: Callable[[str], None]) -> tuple[Any, Callable[[], None], dict
     req = TuneRequest(engine="postgres", workload="pgbench-tpcb", clients=DEMO_CLIENTS)
     binary = engine.find_binary(req.flavour, req.version)
     workload = get_workload("pgbench-tpcb")
-    scale = demo_scale(binary, workload, root)
+    scale = demo_scale(binary, workload, root, memory)
+    group = None
+    if memory:
+        from pmem_advisor.knobs.units import parse_bytes
+        from pmem_advisor.tuner.session import memory_cgroup
+
+        group, enforced = memory_cgroup(parse_bytes(memory, "--memory"))
+        log(f"[demo] {enforced}")
     log(f"[demo] {binary.flavour} {binary.version}, pgbench-tpcb scale {scale}, "
         f"{DEMO_CLIENTS} clients, data on {root}")
     evaluator = engine.evaluator(binary, workload, scale=scale, clients=DEMO_CLIENTS,
                                  duration=8, warmup=2, data_dir=root / "data", wal_dir=None,
-                                 workdir=None, catalog=None, cgroup=None)
+                                 workdir=None, catalog=None, cgroup=group)
     info = {"server": f"{binary.flavour} {binary.version}", "scale": scale,
-            "clients": DEMO_CLIENTS, "medium": "/dev/shm (tmpfs standing in for PMEM)"}
+            "clients": DEMO_CLIENTS, "medium": "/dev/shm (tmpfs standing in for PMEM)",
+            "memory": memory or "the host's"}
 
     def close() -> None:
         try:
             evaluator.close()
         finally:
+            if group is not None:
+                group.remove()
             shutil.rmtree(root, ignore_errors=True)
 
     return evaluator, close, info
 
 
-def demo_scale(binary: Any, workload: Any, root: Path) -> int:
-    """The scale `tune postgres --clients 4` picks on this machine for data on ``root``."""
+def demo_scale(binary: Any, workload: Any, root: Path, memory: str | None = None) -> int:
+    """The scale `tune postgres --clients 4 [--memory M]` picks here for data on ``root``."""
     from pmem_advisor.cli.main import main as cli
 
     out = root / "scale-probe"
@@ -123,7 +138,8 @@ def demo_scale(binary: Any, workload: Any, root: Path) -> int:
         sys.stdout = quiet
         cli(["probe", "--path", str(root), "--out", str(profile)])
         cli(["recommend", "postgres", "--profile", str(profile), "--data-dir", str(root),
-             "--clients", str(DEMO_CLIENTS), "--out", str(conf)])
+             "--clients", str(DEMO_CLIENTS), "--out", str(conf),
+             *(["--memory", memory] if memory else [])])
     finally:
         sys.stdout = old
         quiet.close()
@@ -168,8 +184,9 @@ def configure(evaluator: Any, arm: Arm) -> None:
 
 
 def measure(scenario: str, arms: list[Arm], rounds: int, out: Path,
-            log: Callable[[str], None]) -> None:
-    opener = open_demo if scenario == DEMO else (lambda lg: open_scenario(scenario, lg))
+            log: Callable[[str], None], memory: str | None = None) -> None:
+    opener = ((lambda lg: open_demo(lg, memory)) if scenario == DEMO else
+              (lambda lg: open_scenario(scenario, lg)))
     evaluator, close, info = opener(log)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -327,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="rows (JSONL), appended")
     p.add_argument("--summarise", nargs="+", metavar="ROWS", help="summarise these row files")
     p.add_argument("--json", help="write the summary here")
+    p.add_argument("--memory", help="demo only: the demo's --memory (its data size follows)")
     args = p.parse_args(argv)
 
     def log(s: str) -> None:
@@ -345,8 +363,17 @@ def main(argv: list[str] | None = None) -> int:
     if not args.scenario or not args.out:
         p.error("give a scenario and --out (or --summarise ROWS)")
     arms = arms_for(args.scenario, args.arms.split(",") if args.arms else None)
-    measure(args.scenario, arms, args.rounds, Path(args.out), log)
+    signal.signal(signal.SIGTERM, _terminate)  # stop the server and clean up, like Ctrl-C
+    try:
+        measure(args.scenario, arms, args.rounds, Path(args.out), log, args.memory)
+    except KeyboardInterrupt:
+        log("interrupted: the rows so far are kept")
+        return 130
     return 0
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

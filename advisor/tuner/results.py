@@ -40,6 +40,7 @@ from pmem_advisor.tuner.verdict import (
     finalists_key,
     is_verdict,
     make_plan,
+    rounds_of,
     values_of,
 )
 
@@ -139,8 +140,9 @@ def _fallback_verdict(study: optuna.Study, fin: dict[str, FrozenTrial], metric: 
     if not remeasured:
         return _not_remeasured(study, fin, vals)
     rounds = max((len(v) for v in vals.values()), default=1)
-    plan = make_plan(max(1, rounds), list(fin))
-    v = decide(vals, plan, final=True, higher_is_better=higher)
+    plan = make_plan(max(1, rounds), list(fin), paired=True)
+    v = decide(vals, plan, final=True, higher_is_better=higher,
+               by_round=rounds_of(store, fin, metric))
     v.update(finalists=finalists_key(fin), plan=plan.to_dict() if remeasured else {},
              rounds=rounds if remeasured else None, complete=False,
              trials={r: t.number for r, t in fin.items()})
