@@ -277,13 +277,13 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         overhead = statistics.median(r["wall_s"] - len(r["interim_tps"]) for r in rs)
         total = min(len(r["interim_tps"]) for r in rs)
         fixed = int(arm["warmup_s"])
-        for rule in ("fixed", "steady"):
+        for rule in ("fixed", "mser-cut"):
             for length in sorted({5, 8, 10, 15, 20, 25, 30, 40, 50} | {total - fixed}):
                 vals, cuts = [], []
                 for r in rs:
                     y = r["interim_tps"]
                     cut = fixed
-                    if rule == "steady":
+                    if rule == "mser-cut":  # the detector's own cut, even before the fixed one
                         d = steady_start(y[: fixed + length], max_cut=fixed + length)
                         cut = d if d is not None else fixed
                     if cut + length > len(y):
@@ -323,9 +323,10 @@ def table(summary: dict[str, Any]) -> list[str]:
         lines.append(f"{name:<24} {a['n']:>3} {a['median_tps']:>11,.0f} "
                      f"{_pct(a['cv_pct']):>7} {a['wall_s']:>7.0f} {_pct(a['per_minute_pct']):>8}")
     if summary["windows"]:
-        lines.append("sub-windows of the long runs (warm-up rule, length):")
+        lines.append("sub-windows of the steady runs (arm, warm-up rule, length):")
         for w in summary["windows"]:
-            lines.append(f"  {w['warmup_rule']:<7} {w['length_s']:>3} s  cut {w['median_cut_s']}"
+            lines.append(f"  {w['from_arm']:<10} {w['warmup_rule']:<7} {w['length_s']:>3} s  "
+                         f"cut {w['median_cut_s']}"
                          f"  spread {_pct(w['cv_pct'])}  wall {w['wall_s']:.0f} s  per min "
                          f"{_pct(w['per_minute_pct'])}")
     return lines

@@ -189,11 +189,13 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
                        higher_is_better=higher_is_better, seed=seed)
 
     comparisons = {f"{a}_vs_{b}": pair(a, b) for a, b in PAIRS if a in values and b in values}
-    spreads = [s for s in (spread_pct(values[r]) for r in roles) if s is not None]
+    by_role = {r: spread_pct(values[r]) for r in roles}
+    spreads = [s for s in by_role.values() if s is not None]
     noise = max(spreads) if spreads else None
     noise_text = f"{noise:.1f}%" if noise is not None else "unknown"
     conf = f"{100 * (1 - plan.alpha_per_test):.1f}% CI"
     out: dict[str, Any] = {"comparisons": comparisons, "noise_pct": noise,
+                           "spread_pct": by_role,
                            "runs": {r: len(values[r]) for r in roles}, "confidence_note": conf}
     if len(roles) < 2:
         only = roles[0] if roles else None

@@ -40,10 +40,19 @@ def test_detector_cuts_the_ramp():
     assert w.detected and w.cut == cut and w.tps == pytest.approx(1000, rel=0.01)
 
 
-def test_detector_keeps_a_run_that_was_steady_from_the_start():
+def test_detector_never_shortens_the_given_warmup():
     flat = [1000 + (7 * i % 5) for i in range(20)]
     assert steady_start(flat) is not None
-    assert steady_window(flat, fixed_warmup=5).cut < 5
+    w = steady_window(flat, fixed_warmup=5)
+    assert w.detected and w.cut == 5
+
+
+def test_detector_lengthens_the_warmup_of_a_slow_ramp():
+    ramp = [100.0, 300.0, 500.0, 700.0, 850.0, 950.0]
+    flat = [1000, 1010, 990, 1006, 994, 1008, 992, 1003, 997, 1009, 991, 1005, 995, 1010,
+            1000, 996]
+    w = steady_window(ramp + flat, fixed_warmup=2)
+    assert w.detected and 5 <= w.cut <= 7 and w.tps == pytest.approx(1000, rel=0.01)
 
 
 def test_too_short_a_run_uses_the_fixed_warmup_and_says_so():
