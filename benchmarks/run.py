@@ -314,6 +314,26 @@ def safe_ceiling(data: surrogate.ScenarioData, fitted: surrogate.Fit, space: Sea
     return best[arm], how
 
 
+def noise_line(name: str, data_dir: Path) -> str | None:
+    """The scenario's measured noise (benchmarks/data/noise/NAME.json, from benchmarks.noise):
+    the spread of repeated runs of one config, before and after, per minute of measurement."""
+    import json
+
+    path = data_dir / "noise" / f"{name}.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    arms = summary.get("arms") or {}
+    parts = [f"{n} {a['cv_pct']:.1f}% ({a['per_minute_pct']:.1f}% per minute, {a['n']} runs)"
+             for n, a in arms.items() if a.get("cv_pct") is not None
+             and a.get("per_minute_pct") is not None]
+    load = summary.get("loadavg_1m") or {}
+    return (f"noise ({path.name}, shared machine, load average {load.get('min')}-"
+            f"{load.get('max')}): spread of one config's runs " + "; ".join(parts)) \
+        if parts else None
+
+
 def run_scenario(data: surrogate.ScenarioData, settings: dict[str, Any], data_dir: Path,
                  out: Path, plot: bool) -> report.ScenarioResult | str:
     """The result, or the reason the scenario is refused."""
@@ -354,6 +374,9 @@ def run_scenario(data: surrogate.ScenarioData, settings: dict[str, Any], data_di
                       if settings.get("safe_ceiling", True) else (None, "not computed"))
     print(f"[{data.name}] {safe_how}", file=sys.stderr, flush=True)
     notes = [quality, *notes, safe_how]
+    measured_noise = noise_line(data.name, data_dir)
+    if measured_noise:
+        notes.append(measured_noise)
     if why:
         notes.insert(0, f"WARNING: run despite a poor surrogate ({why})")
     if scn.get("medium") == "shm":
