@@ -142,7 +142,7 @@ def current_rules(scn: dict[str, Any]) -> dict[str, Any] | None:
     from pmem_advisor.knobs.catalog import load_catalog
     from pmem_advisor.probes.profile import probe
     from pmem_advisor.probes.sysaccess import SysAccess
-    from pmem_advisor.rules.engine import recommend
+    from pmem_advisor.rules.combine import recommend
     from pmem_advisor.rules.facts import build_facts
 
     from .collect import rules_config

@@ -102,7 +102,7 @@ class InterimPruner(optuna.pruners.BasePruner):
 
 
 def _incumbent(study: optuna.Study, trial: FrozenTrial) -> float | None:
-    from pmem_advisor.tuner.tuner import measured
+    from pmem_advisor.tuner.study import measured
 
     vals = [measured(t) for t in study.get_trials(deepcopy=False)
             if t.number != trial.number and not t.user_attrs.get(PRUNED_BY_INTERIM_ATTR)]

@@ -26,7 +26,7 @@ them first. MySQL before 8.0.30 sizes several files (innodb_log_files_in_group):
 baseline.
 """
 
-from pmem_advisor.rules.baseline.mysql import buffer_pool, redo
+from pmem_advisor.engines.mysql.baseline import buffer_pool, redo
 from pmem_advisor.rules.model import PRIORITY_SPEED, Bound, Bytes, Rule, Set
 
 MB, GB = 1 << 20, 1 << 30

@@ -15,7 +15,7 @@ Recommendation: search ``innodb_io_capacity`` from half to four times the baseli
 and MySQL's 2000 for io_capacity_max kept), on every medium.
 """
 
-from pmem_advisor.rules.baseline.mysql import io_capacity, measured_write_iops
+from pmem_advisor.engines.mysql.baseline import io_capacity, measured_write_iops
 from pmem_advisor.rules.model import PRIORITY_SPEED, Bound, Rule
 
 MAX_IO_CAPACITY = 40000  # four times the baseline's 20,000 cap would be beyond any probe

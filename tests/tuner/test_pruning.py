@@ -19,7 +19,8 @@ from pmem_advisor.tuner.pruning import (
 )
 from pmem_advisor.tuner.results import summarize
 from pmem_advisor.tuner.samplers import make_sampler
-from pmem_advisor.tuner.tuner import FAILURE_ATTR, TuneOptions, Tuner, measured
+from pmem_advisor.tuner.study import FAILURE_ATTR, measured
+from pmem_advisor.tuner.tuner import TuneOptions, Tuner
 from tests.tuner.synthetic import SyntheticEvaluator
 
 
