@@ -8,6 +8,7 @@ import shutil
 import statistics
 import subprocess
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,12 @@ class Workload(ABC):
     # Used to size the data at least as large as the memory being tuned.
     bytes_per_scale: int | None = None
     scratch_dir: str | None = None  # where run logs go (the tuner's recorded scratch)
+    # Called with the interim throughput samples so far (one per second) by workloads whose
+    # tool reports them (workloads/interim.py); returning True stops the run early.
+    on_interim: Callable[[list[float]], bool] | None = None
+    # "steady": the warm-up ends where the run's interim samples settle (workloads/interim.py),
+    # the given warm-up is the fallback; "fixed": always the given warm-up.
+    warmup_mode: str = "steady"
     # Scale units each client needs to avoid measuring lock contention on shared rows
     # (pgbench: one branch row per scale unit, updated by every transaction).
     scale_per_client: int = 0

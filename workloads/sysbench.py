@@ -4,7 +4,9 @@ Latency percentiles: sysbench 1.0 prints a single percentile per report, so ever
 ``--histogram=on``; the final report's histogram (1024 log-spaced buckets, ~1.5% wide) gives
 p50/p95/p99 at bucket resolution. Warm-up: ``--report-checkpoints=W`` dumps the statistics at W
 seconds and resets every counter (the histogram too), so the final report covers exactly the
-measurement window [W, W+D] while clients stay connected and caches stay warm.
+measurement window [W, W+D] while clients stay connected and caches stay warm. The throughput
+is the mean of the per-second reports after the steady-state cut (``warmup_mode``,
+workloads/interim.py), W when the run is too short to detect one or the mode is "fixed".
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ from pmem_advisor.workloads.base import (
     run_tool,
 )
 from pmem_advisor.workloads.dbapi import analyze_database, ensure_database
+from pmem_advisor.workloads.interim import steady_window, stream
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
@@ -159,6 +163,10 @@ class SysbenchWorkload(Workload):
     def _run_once(
         self, conn: ConnInfo, *, clients: int, duration: float, warmup: float
     ) -> WorkloadResult:
+        """One sysbench run of warm-up + measurement, reporting every second: the throughput
+        is the mean of the per-second reports after the steady-state cut (workloads/interim.py,
+        the fixed warm-up when the run is too short to detect one); the latency histogram
+        covers the run after the fixed warm-up (a report checkpoint there)."""
         scale = self.loaded_scale(conn)
         warm = math.ceil(warmup)
         measure = max(1, math.ceil(duration))
@@ -169,23 +177,34 @@ class SysbenchWorkload(Workload):
             f"--time={warm + measure}",
             "--histogram=on",
             "--percentile=99",
-            "--report-interval=0",
+            "--report-interval=1",
         ]
         if warm:
             args.append(f"--report-checkpoints={warm}")
-        proc = self._sysbench(conn, [*args, "run"], what=f"{self.name} run",
-                              timeout=warm + measure + 120)
-        parsed = parse_sysbench_output(proc.stdout)
+        argv = [sysbench_binary(), self.script_path(), *connection_args(conn), *args, "run"]
+        env = dict(os.environ, LUA_PATH=f"{LUA_DIR}/?.lua;;")
+        if shutil.which("stdbuf"):  # reports line by line through the pipe, not at exit
+            argv = ["stdbuf", "-oL", *argv]
+        run = stream(argv, what=f"{self.name} run", timeout=warm + measure + 120,
+                     on_sample=self.on_interim, env=env)
+        window = steady_window(run.samples, warm, detect=self.warmup_mode == "steady")
+        if run.stopped_early:
+            parsed: dict[str, Any] = {"latency": {}, "histogram": []}
+        else:
+            parsed = parse_sysbench_output(run.stdout)
         pct = percentiles_from_histogram(parsed["histogram"])
         if pct["p99"] is None and parsed["latency"].get("pct") is not None:
             pct["p99"] = parsed["latency"]["pct"]  # no histogram printed: keep sysbench's own
+        tps = window.tps if window.tps is not None else parsed.get("tps")
+        if tps is None:
+            raise EnvironmentProblem(f"{self.name} run reported no throughput")
         return self._result(
             conn,
             clients,
-            throughput_tps=parsed["tps"],
+            throughput_tps=tps,
             latency_ms=pct,
             errors=int(parsed.get("ignored_errors", 0)),
-            duration_s=round(parsed.get("total_time_s", warm + measure) - warm, 3),
+            duration_s=float(window.samples),
             raw={
                 "tool": "sysbench",
                 "transactions": parsed.get("transactions"),
@@ -194,6 +213,11 @@ class SysbenchWorkload(Workload):
                 "reconnects": parsed.get("reconnects"),
                 "latency": parsed["latency"],
                 "warmup_s": warm,
+                "warmup_mode": self.warmup_mode,
+                "final_report_tps": parsed.get("tps"),
+                "interim_tps": run.samples,
+                "stopped_early": run.stopped_early,
+                **window.to_dict(),
             },
         )
 

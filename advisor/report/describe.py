@@ -127,6 +127,23 @@ def apply_lines(engine: str, path: str, settings: dict[str, str], restart: list[
     return out
 
 
+def timing_line(summary: dict[str, Any]) -> str | None:
+    """Trials per hour, what pruning saved, the time to the final config."""
+    t = summary.get("timing") or {}
+    if not t.get("trials"):
+        return None
+    line = (f"time: {t['trials']} trials in {t['search_s'] / 60:.1f} min"
+            + (f" ({t['trials_per_hour']:.0f} trials/hour)" if t.get("trials_per_hour") else ""))
+    if t.get("pruned_by_interim"):
+        line += (f"; {t['pruned_by_interim']} pruned by interim throughput, saving "
+                 f"{t['saved_by_pruning_s']:.0f} s"
+                 + (f" (paid for {t['extra_rounds_from_pruning']} more re-measurement rounds)"
+                    if t.get("extra_rounds_from_pruning") else ""))
+    if t.get("time_to_final_config_s") is not None:
+        line += f"; final config after {t['time_to_final_config_s'] / 60:.1f} min"
+    return line
+
+
 def outcome_lines(summary: dict[str, Any]) -> list[str]:
     """What `tune` and `report` print at the end (console, plain text)."""
     out = [verdict_line(summary), emitted_line(summary)]
@@ -135,6 +152,8 @@ def outcome_lines(summary: dict[str, Any]) -> list[str]:
         out.append(f"  median {best['throughput_tps']:.1f} tps over {best['runs']} "
                    f"{'re-measured ' if best.get('repeated') else ''}runs")
     out += failure_lines(summary)
+    if timing_line(summary):
+        out.append(timing_line(summary))
     if dashboard_line(summary):
         out.append(dashboard_line(summary))
     if end_line(summary):

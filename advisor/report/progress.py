@@ -127,6 +127,10 @@ class LiveProgress(Observer):
         text = f"{tps:.1f} tps" if tps is not None else "n/a"
         if p95 is not None:
             text += f", p95 {p95:.2f} ms"
+        if t.user_attrs.get("pruned_by_interim"):  # tuner/pruning.py: stopped early, not failed
+            secs = t.user_attrs.get("measured_s")
+            after = f" after {secs:.0f} s" if secs else ""
+            text += f" [cyan](pruned by interim{after}: clearly below the incumbent)[/]"
         return text + ("" if t.user_attrs.get("feasible", True) else " [yellow](over SLO)[/]")
 
     def trial_finished(self, trial: FrozenTrial, best: FrozenTrial | None) -> None:

@@ -44,6 +44,9 @@ class Measurement:
     duration_s: float = 0.0
     failure: str | None = None  # the server's reason when ok is False
     raw: dict[str, Any] = field(default_factory=dict)
+    # Per-second throughput while the run went (workloads/interim.py), when the tool reports it.
+    interim_tps: list[float] = field(default_factory=list)
+    stopped_early: bool = False  # ``on_interim`` stopped the run: throughput is of the part run
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -55,6 +58,9 @@ class Evaluator(ABC):
     engine: str  # "postgres" | "mysql"
     flavour: str  # "postgresql" | "mysql" | "mariadb"
     version: str
+    # Called with the run's interim throughput samples so far, where the workload reports
+    # them; True stops the run early (the Measurement says ``stopped_early``). Set per call.
+    on_interim: Any = None
 
     @abstractmethod
     def evaluate(self, config: TrialConfig) -> Measurement:

@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from pmem_advisor.errors import AdvisorError, CapabilityMissing, UsageError
+from pmem_advisor.instances.affinity import pinned
 from pmem_advisor.report.config_file import Line, render_config
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 
 GOLDEN = "golden"
+# What a workload's raw result says about its measured window (workloads/interim.py).
+WINDOW_KEYS = ("warmup_mode", "warmup_cut_s", "steady_detected", "measured_samples", "note")
 LOG_LINES = 12
 SCRATCH_PREFIX = "pmem-advisor-tune-"
 # The benchmark's own needs, applied to trials only (never to the tuned file): enough
@@ -52,6 +55,8 @@ class ManagedEvaluator(Evaluator):
         workdir: str | Path | None = None,
         catalog: Any = None,
         cgroup: Any = None,  # instances.cgroup.MemoryCgroup: every server runs inside it
+        cpus: tuple[set[int], set[int]] | None = None,  # (server, load generator) CPUs
+        analyze_after_restore: bool = False,
     ) -> None:
         self.binary, self.workload = binary, workload
         self.engine, self.flavour, self.version = binary.engine, binary.flavour, binary.version
@@ -60,6 +65,10 @@ class ManagedEvaluator(Evaluator):
         self.data_dir, self.wal_dir, self.workdir = data_dir, wal_dir, workdir
         self.catalog = catalog
         self.cgroup = cgroup
+        # Noise controls (benchmarks/noise.py measures what each is worth): the server and the
+        # load generator on separate CPUs; fresh statistics after every restore.
+        self.cpus = cpus
+        self.analyze_after_restore = analyze_after_restore
         root = Path(workdir) if workdir else Path(tempfile.gettempdir())
         # One scratch root per run (golden copies, load-generator logs), recorded in the
         # instance registry so that the next reaper removes it if this process is SIGKILLed.
@@ -186,19 +195,30 @@ class ManagedEvaluator(Evaluator):
         logs_before = _log_sizes(inst)
         try:
             self._phase("start")
-            inst.start(text)
-            if _log_sizes(inst) != logs_before:
-                self._phase("settle the resized redo log")
-                self._settle_logs(inst, text)
+            with pinned(self.cpus[0] if self.cpus else None):
+                inst.start(text)
+                if _log_sizes(inst) != logs_before:
+                    self._phase("settle the resized redo log")
+                    self._settle_logs(inst, text)
         except AdvisorError as e:
             return Measurement(ok=False, failure=f"server refused the config: {_reason(e)}")
         try:
+            if self.analyze_after_restore:
+                from pmem_advisor.workloads.dbapi import analyze_database
+
+                self._phase("analyze")
+                analyze_database(inst.conninfo)
             if self.warmup:
                 self._phase("warm-up", self.warmup, then="measure")
             else:
                 self._phase("measure", self.duration)
-            result = self.workload.run(inst.conninfo, clients=self.clients,
-                                       duration=self.duration, warmup=self.warmup)
+            self.workload.on_interim = self.on_interim
+            try:
+                with pinned(self.cpus[1] if self.cpus else None):
+                    result = self.workload.run(inst.conninfo, clients=self.clients,
+                                               duration=self.duration, warmup=self.warmup)
+            finally:
+                self.workload.on_interim = None
         except CapabilityMissing:
             raise
         except AdvisorError as e:
@@ -212,10 +232,14 @@ class ManagedEvaluator(Evaluator):
             self._drop_instance()
             return Measurement(ok=False, failure=f"server crashed: {_reason(Exception(''), tail)}")
         self._stop(inst)
+        raw = getattr(result, "raw", None) or {}
         return Measurement(
             ok=True, throughput_tps=result.throughput_tps, latency_ms=dict(result.latency_ms),
             errors=int(result.errors or 0), duration_s=float(result.duration_s or 0.0),
-            raw={"workload": result.workload, "clients": result.clients},
+            raw={"workload": result.workload, "clients": result.clients,
+                 **{k: raw[k] for k in WINDOW_KEYS if k in raw}},
+            interim_tps=list(raw.get("interim_tps") or []),
+            stopped_early=bool(raw.get("stopped_early")),
         )
 
     def _settle_logs(self, inst: Any, text: str) -> None:

@@ -26,12 +26,15 @@ from pmem_advisor.tuner.study import (
     REMEASURE_ATTR,
     ROLE_ATTR,
     SPACE_ATTR,
+    TIMING_ATTR,
     as_complete,
     feasible,
     measured,
 )
 from pmem_advisor.tuner.verdict import (
     CLAIM_FAILURE_ATTR,
+    KEEP,
+    LABELS,
     SURPLUS_ATTR,
     VERDICT_ATTR,
     decide,
@@ -39,6 +42,7 @@ from pmem_advisor.tuner.verdict import (
     finalists_key,
     is_verdict,
     make_plan,
+    rounds_of,
     values_of,
 )
 
@@ -135,9 +139,12 @@ def _fallback_verdict(study: optuna.Study, fin: dict[str, FrozenTrial], metric: 
     if not remeasured:  # never mix a search run with re-measured ones: the search run is lucky
         vals = {role: [float(t.user_attrs[metric])] if t.user_attrs.get(metric) is not None
                 else [] for role, t in fin.items()}
+    if not remeasured:
+        return _not_remeasured(study, fin, vals)
     rounds = max((len(v) for v in vals.values()), default=1)
-    plan = make_plan(max(1, rounds), list(fin))
-    v = decide(vals, plan, final=True, higher_is_better=higher)
+    plan = make_plan(max(1, rounds), list(fin), paired=True)
+    v = decide(vals, plan, final=True, higher_is_better=higher,
+               by_round=rounds_of(store, fin, metric))
     v.update(finalists=finalists_key(fin), plan=plan.to_dict() if remeasured else {},
              rounds=rounds if remeasured else None, complete=False,
              trials={r: t.number for r, t in fin.items()})
@@ -146,6 +153,26 @@ def _fallback_verdict(study: optuna.Study, fin: dict[str, FrozenTrial], metric: 
     v["text"] += why
     v["text_full"] = v["text"] + "".join("; " + n for n in v.get("notes", []))
     return v
+
+
+def _not_remeasured(study: optuna.Study, fin: dict[str, FrozenTrial],
+                    single: dict[str, list[float]]) -> dict[str, Any]:
+    """No finalist was measured again: one run each decides nothing (the best single run is
+    the luckiest as much as the best), so the rules' config is emitted (the defaults' without
+    rules) and the verdict says it was not re-measured, and why."""
+    meta = study.user_attrs.get(META_ATTR) or {}
+    emit = next((r for r in ("rules", "default", "tuned") if r in fin), None)
+    why = ("--repeats 0" if meta.get("repeats") == 0 else
+           "the run ended before the re-measurement")
+    runs = ", ".join(f"{LABELS[r]} {single[r][0]:,.1f}" for r in ("tuned", "rules", "default")
+                     if single.get(r))
+    text = (f"not re-measured ({why}): keeping {KEEP.get(emit or '', emit)}"
+            + (f"; single search runs, not compared: {runs}" if runs else ""))
+    return {"kind": "not-re-measured", "emit": emit, "decided": False, "text": text,
+            "text_full": text, "comparisons": {}, "noise_pct": None, "notes": [],
+            "runs": {r: len(v) for r, v in single.items()}, "finalists": finalists_key(fin),
+            "plan": {}, "rounds": None, "complete": False,
+            "trials": {r: t.number for r, t in fin.items()}}
 
 
 def failures(study: optuna.Study, verdict: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -248,6 +275,7 @@ def summarize(study: optuna.Study) -> dict[str, Any]:
         "importance": knob_importance(study),
         "failures": fails,
         "run_end": study.user_attrs.get(END_ATTR),
+        "timing": study.user_attrs.get(TIMING_ATTR),
         "optuna_best": optuna_best(study, verdict),
         "profile": study.user_attrs.get(PROFILE_ATTR),
         "emulated_pmem": bool(meta.get("emulated_pmem")),

@@ -530,6 +530,7 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
             "workload": req.workload, "objective": req.objective,
             "latency_slo_ms": req.latency_slo_ms, "scale": scale, "clients": req.clients,
             "duration_s": req.duration, "warmup_s": req.warmup, "use_rules": req.use_rules,
+            "repeats": req.repeats,
             "emulated_pmem": emulated(profile), "target": target.to_dict(),
             "production_settings": production, "data_notes": [*notes, *warns],
             "allow_unsafe": req.allow_unsafe, "memory_bytes": target.memory_bytes,
@@ -570,7 +571,7 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
     options = TuneOptions(trials=req.trials, objective=req.objective,
                           latency_slo_ms=req.latency_slo_ms, time_budget_s=budget,
                           repeats=req.repeats, started=started,
-                          trial_estimate_s=req.trial_seconds(),
+                          trial_estimate_s=req.trial_seconds(), warmup_s=req.warmup,
                           memory_gate=memory_gate(req.engine, binary.flavour, binary.version,
                                                   catalog, space.base, target.memory_bytes))
     tuner = Tuner(study, space, evaluator, options, observer)

@@ -109,6 +109,7 @@ INTERRUPTED_ATTR = "interrupted"
 # baseline was claimed by another worker (state FAIL, no ``failure``: neither counted nor shown).
 SURPLUS_ATTR = "surplus"
 REMEASURE_ATTR = "pmem_advisor.remeasure"
+TIMING_ATTR = "pmem_advisor.timing"  # trials per hour, pruning savings, time to the config
 WORKER_ATTR = "worker"
 RETRY_ATTR = "retry_of"  # a dead worker's trial, queued again with the same params
 WORKER_STARTED_ATTR = "worker_started"  # the worker process's start time (pid reuse check)

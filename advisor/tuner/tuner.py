@@ -18,6 +18,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
+from pmem_advisor.tuner.pruning import FINAL_STEP, PRUNED_BY_INTERIM_ATTR, InterimPruner
 from pmem_advisor.tuner.space import SearchSpace
 from pmem_advisor.tuner.study import (
     CONFIG_ATTR,
@@ -28,6 +29,7 @@ from pmem_advisor.tuner.study import (
     ROLE_ATTR,
     SLO_CONSTRAINT,
     SURPLUS_ATTR,
+    TIMING_ATTR,
     WORKER_ATTR,
     WORKER_STARTED_ATTR,
     Heartbeat,
@@ -58,6 +60,10 @@ class TuneOptions:
     # memory exceeds the budget), or None. A search trial that fails it is not run.
     memory_gate: Any = None
     trial_estimate_s: float = 60.0  # a trial's wall time before one was measured
+    # Stop a search trial whose interim throughput is clearly below the incumbent
+    # (tuner/pruning.py); the warm-up the pruner waits out when no steady state shows yet.
+    prune: bool = True
+    warmup_s: float = 0.0
 
 
 class BudgetExhausted(Exception):
@@ -123,6 +129,9 @@ class Tuner:
         self._dists = space.distributions()
         self.stop_reason: str | None = None  # done | budget (why the search ended)
         self._durations: list[float] = []  # wall seconds of this worker's measured trials
+        self.saved_s = 0.0  # wall seconds pruned trials did not run (to re-measurement)
+        self.pruner = (InterimPruner(warmup_s=options.warmup_s)
+                       if options.prune and options.objective == "throughput" else None)
         start = options.started if options.started is not None else time.monotonic()
         self.deadline = (start + options.time_budget_s
                          if options.time_budget_s is not None else None)
@@ -190,6 +199,7 @@ class Tuner:
         finalists. Ctrl-C and SIGTERM leave the study resumable."""
         self.stop_reason = "done"
         self.fail_dead_workers()
+        began = time.monotonic()
         while self.claimed() < self.options.trials:
             if not self._room_for_trial():
                 self.stop_reason = "budget"
@@ -198,10 +208,34 @@ class Tuner:
                 break
             self.observer.estimate(self.remaining_seconds(), self.used(), self.options.trials)
             self.step()
+        searched = time.monotonic()
+        self._record_timing(search_s=searched - began)
         if self.options.repeats > 0 and self.used() >= 1:
             self.observer.estimate(self.remeasure_runs() * self.trial_seconds(),
                                    self.used(), self.options.trials)
             self.remeasure()
+        self._record_timing(search_s=searched - began, final_s=time.monotonic() - began)
+
+    def _record_timing(self, *, search_s: float, final_s: float | None = None) -> None:
+        """Trials per hour of the search, the time pruning saved, the time to the final
+        config (search + re-measurement), as a study attribute every report reads."""
+        search = [t for t in self.study.get_trials(deepcopy=False)
+                  if t.user_attrs.get(ROLE_ATTR) != "verdict" and counted(t)]
+        pruned = sum(1 for t in search if t.user_attrs.get(PRUNED_BY_INTERIM_ATTR))
+        timing = {"trials": len(search), "pruned_by_interim": pruned,
+                  "search_s": round(search_s, 1),
+                  "trials_per_hour": round(3600.0 * len(search) / search_s, 1)
+                  if search_s > 0 else None,
+                  "saved_by_pruning_s": round(self.saved_s, 1),
+                  "extra_rounds_from_pruning": self.extra_rounds(),
+                  "time_to_final_config_s": None if final_s is None else round(final_s, 1)}
+        self.study.set_user_attr(TIMING_ATTR, timing)
+
+    def extra_rounds(self) -> int:
+        """Re-measurement rounds the time pruning saved pays for (one round measures each
+        finalist once, a full trial's time each)."""
+        per_round = self.trial_seconds() * 3
+        return int(self.saved_s // per_round) if per_round > 0 else 0
 
     def _surplus(self, number: int, role: str) -> str | None:
         """Why a just-asked trial must not run: its baseline is another worker's, or the
@@ -245,9 +279,15 @@ class Tuner:
                 self.observer.trial_started(trial.number, role, config)
                 unfit = (self.options.memory_gate(config.params)
                          if role == "search" and self.options.memory_gate else None)
+                pruned: list[str] = []
                 m = (Measurement(ok=False, failure=f"not run: {unfit}") if unfit
-                     else self.evaluator.evaluate(config))
-                self._durations.append(time.monotonic() - began)
+                     else self._evaluate(trial, role, config, pruned))
+                took = time.monotonic() - began
+                if m.ok and m.stopped_early and pruned:
+                    trial.set_user_attr(PRUNED_BY_INTERIM_ATTR, pruned[0])
+                    self.saved_s += max(0.0, self.trial_seconds() - took)
+                else:
+                    self._durations.append(took)  # a full trial's time, for estimates
                 self._tell(trial, m)
         except BaseException as e:  # Ctrl-C, SIGTERM, no server at all, a bug: keep it resumable
             self._fail_interrupted(trial, role, e)
@@ -256,6 +296,28 @@ class Tuner:
                       if t.number == trial.number)
         self.observer.trial_finished(frozen, best_trial(self.study, self.options.latency_slo_ms))
         return frozen
+
+    def _evaluate(self, trial: optuna.Trial, role: str, config: TrialConfig,
+                  pruned: list[str]) -> Measurement:
+        """Measure a trial; a search trial reports its interim throughput as Optuna
+        intermediate values and stops when the pruner says it is clearly below the incumbent
+        (the reason lands in ``pruned``). Baselines always run to the end."""
+        if not (self.pruner is not None and role == "search"):
+            return self.evaluator.evaluate(config)
+        storage = self.study._storage
+
+        def on_interim(samples: list[float]) -> bool:
+            trial.report(float(samples[-1]), len(samples))
+            d = self.pruner.decide(self.study, storage.get_trial(trial._trial_id))
+            if d.prune:
+                pruned.append(d.reason or "clearly below the incumbent")
+            return d.prune
+
+        self.evaluator.on_interim = on_interim
+        try:
+            return self.evaluator.evaluate(config)
+        finally:
+            self.evaluator.on_interim = None
 
     def _fail_interrupted(self, trial: optuna.Trial, role: str, e: BaseException) -> None:
         """Fail a trial the run stopped before telling (the reason kept, so summary "failures"
@@ -284,6 +346,9 @@ class Tuner:
         if slo is not None:  # feasible when <= 0
             trial.set_constraint(SLO_CONSTRAINT, float("inf") if p95 is None else p95 - slo)
         trial.report(float(value), MEASURED_STEP)  # one run: never Optuna's best (see above)
+        trial.report(float(value), FINAL_STEP)  # what TPE ranks pruned trials by (pruning.py)
+        if m.duration_s:
+            trial.set_user_attr("measured_s", float(m.duration_s))
         self.study.tell(trial, state=TrialState.PRUNED)
 
     def _queue_init_combo(self) -> None:

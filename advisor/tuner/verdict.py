@@ -6,17 +6,26 @@ the best (the winner's curse), so the verdict uses only fresh runs:
 - the three finalists (the best search trial by its single run, the rules-only trial, the
   defaults trial) are measured in interleaved rounds, A B C A B C ..., so a slow drift of the
   machine (page cache, another tenant, thermal) hits every config alike;
-- after the rounds listed in ``Plan.looks`` every pair is compared with ``stats.compare``
-  (exact permutation test + bootstrap interval of the ratio of medians, see stats.py);
+- after the rounds listed in ``Plan.looks`` every pair is compared round by round with
+  ``stats.compare_paired`` (paired t-test on the per-round log ratios and its interval: the
+  pairing cancels the machine's slow changes, see stats.py); runs without rounds (tables,
+  older studies) with ``stats.compare`` (exact permutation test, bootstrap interval of the
+  ratio of medians);
 - the alpha is spent honestly: Bonferroni over the looks and the pairs, so the chance of
   claiming any gain that is not there stays below ALPHA however early we stop. Two looks: the
-  first round at which n vs n runs can reach that level at all (``stats.min_p_value``), and
-  the last; the run stops at the first look where the question "which config do we emit" is
-  answered, else after ``max_rounds`` rounds (the user's --repeats);
-- outcome: "tuned is better by X% [CI]" (emit tuned), "no significant difference: keep rules"
-  (the interval lies within +/-RESOLUTION_PCT: the runs could have seen a gain that size), or
-  "inconclusive: noise Y%, run longer" (keep rules). Rules-only is kept unless it is
-  significantly worse than the defaults, and whether it beats the defaults is said too.
+  third round (unpaired: the first at which n vs n runs can reach that level at all,
+  ``stats.min_p_value``), and the last; the run stops at the first look where the question
+  "which config do we emit" is answered, else after ``max_rounds`` rounds (the user's
+  --repeats, plus the rounds that pruned trials paid for);
+- outcome, a decision in every case the runs allow one: "tuned is better by X% [CI]" (emit
+  tuned); "worse" (keep rules); or "equivalent": the tuned config beats rules-only by at most
+  B% at 95% confidence, B the upper end of the interval of the gain, once that end
+  is within EQUIVALENCE_MAX_PCT (a non-superiority bound, the one-sided half of a TOST: the
+  runs rule out any gain larger than B, so keeping the rules' config loses at most B). Only
+  when the rounds (or the time budget) end before the interval is that narrow is the verdict
+  "inconclusive", with the interleaved runs per config that would bound it
+  (``runs_needed``). Rules-only is kept unless it is significantly worse than the defaults,
+  and whether it beats the defaults is said too.
 
 With several workers on one study the final phase runs once: each worker creates a RUNNING
 trial with role "verdict" straight in the storage (trial numbers are handed out atomically);
@@ -29,6 +38,7 @@ Optuna and claimed again; the rounds measured so far are kept in the study and r
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 import warnings
@@ -39,7 +49,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from pmem_advisor.tuner.evaluator import TrialConfig
-from pmem_advisor.tuner.stats import compare, min_p_value, spread_pct
+from pmem_advisor.tuner.stats import compare, compare_paired, min_p_value, spread_pct
 from pmem_advisor.tuner.study import (
     CONFIG_ATTR,
     INTERRUPTED_ATTR,
@@ -56,7 +66,11 @@ if TYPE_CHECKING:
     from pmem_advisor.tuner.tuner import Tuner
 
 ALPHA = 0.05
-RESOLUTION_PCT = 10.0  # "no difference" needs the whole interval within +/- this
+# "equivalent" needs the interval's upper end (the largest gain the runs leave possible)
+# within this: a bound that a DBA would not re-tune for. Wider is "inconclusive".
+EQUIVALENCE_MAX_PCT = 10.0
+RESOLUTION_PCT = EQUIVALENCE_MAX_PCT  # the name older callers use
+MAX_RUNS_NEEDED = 500
 DEFAULT_MAX_ROUNDS = 8
 VERDICT_ROLE = "verdict"
 VERDICT_ATTR = "pmem_advisor.verdict"
@@ -79,6 +93,7 @@ class Plan:
     looks: tuple[int, ...]
     comparisons: int
     alpha: float = ALPHA
+    paired: bool = False  # the runs come in interleaved rounds: compare per round
 
     @property
     def alpha_per_test(self) -> float:
@@ -87,17 +102,28 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         return {"max_rounds": self.max_rounds, "looks": list(self.looks),
                 "comparisons": self.comparisons, "alpha": self.alpha,
-                "alpha_per_test": self.alpha_per_test,
+                "alpha_per_test": self.alpha_per_test, "paired": self.paired,
                 "correction": "Bonferroni over looks x comparisons"}
 
 
-def make_plan(max_rounds: int, roles: list[str] | tuple[str, ...], alpha: float = ALPHA) -> Plan:
-    """Two looks when the budget allows an earlier decision, else one at the end."""
+# Paired rounds (stats.compare_paired): the first look needs 3 rounds, the fewest at which a
+# t interval has a usable width (2 degrees of freedom).
+PAIRED_FIRST_LOOK = 3
+
+
+def make_plan(max_rounds: int, roles: list[str] | tuple[str, ...], alpha: float = ALPHA,
+              paired: bool = False) -> Plan:
+    """Two looks when the budget allows an earlier decision, else one at the end. Unpaired,
+    the first look is the first round at which n vs n runs can reach the level at all."""
     m = max(1, sum(a in roles and b in roles for a, b in PAIRS))
     two = alpha / (2 * m)
-    first = next((n for n in range(2, max_rounds) if min_p_value(n) <= two), None)
+    if paired:
+        first = PAIRED_FIRST_LOOK if PAIRED_FIRST_LOOK < max_rounds else None
+    else:
+        first = next((n for n in range(2, max_rounds) if min_p_value(n) <= two), None)
     looks = (first, max_rounds) if first is not None else (max_rounds,)
-    return Plan(max_rounds=max(1, max_rounds), looks=looks, comparisons=m, alpha=alpha)
+    return Plan(max_rounds=max(1, max_rounds), looks=looks, comparisons=m, alpha=alpha,
+                paired=paired)
 
 
 def _label(role: str) -> str:
@@ -119,29 +145,67 @@ def _by(c: dict[str, Any]) -> str:
     return f"{g:.1f}% [{low:.1f}%, {high:.1f}%]"
 
 
-def _within(c: dict[str, Any]) -> bool:
-    low, high = c.get("ci_low_pct"), c.get("ci_high_pct")
-    return low is not None and high is not None and -RESOLUTION_PCT <= low and high <= \
-        RESOLUTION_PCT
+def _bounded(c: dict[str, Any]) -> bool:
+    """The largest gain the runs leave possible is within the equivalence bound."""
+    high = c.get("ci_high_pct")
+    return high is not None and high <= EQUIVALENCE_MAX_PCT
+
+
+def equivalence_bound(c: dict[str, Any]) -> float:
+    """The stated bound: the interval's upper end, rounded up to 0.1% (never below 0.1%)."""
+    return max(0.1, math.ceil(10.0 * float(c["ci_high_pct"]) - 1e-9) / 10.0)
+
+
+def runs_needed(c: dict[str, Any], bound: float = EQUIVALENCE_MAX_PCT) -> int | None:
+    """Interleaved runs per config that would likely decide the comparison ``c``: bound its
+    upper end within ``bound`` (when the point estimate is below it), else separate a gain of
+    the estimated size from zero; intervals narrow as 1/sqrt(runs). None when unknown."""
+    n = min(c.get("n_a") or 0, c.get("n_b") or 0)
+    gain, low, high = c.get("gain_pct"), c.get("ci_low_pct"), c.get("ci_high_pct")
+    if n < 2 or gain is None or low is None or high is None:
+        return None
+    if gain < bound:
+        half = high - gain
+        need = n * (half / (bound - gain)) ** 2 if half > 0 else n
+    elif gain > 0:
+        half = gain - low
+        need = n * (half / gain) ** 2 if half > 0 else n
+    else:
+        return None
+    return int(min(MAX_RUNS_NEEDED, max(n + 1, math.ceil(need))))
 
 
 def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
-           higher_is_better: bool = True, seed: int = 0) -> dict[str, Any]:
+           higher_is_better: bool = True, seed: int = 0,
+           by_round: dict[str, dict[int, float | None]] | None = None) -> dict[str, Any]:
     """The verdict on the runs so far (``final``: no more rounds will come).
 
-    ``values``: role (tuned | rules | default) -> the objective of each successful run.
-    Returns kind (better | worse | no-difference | inconclusive | undecided), emit (the role
+    ``values``: role (tuned | rules | default) -> the objective of each successful run;
+    ``by_round``: role -> round -> that run's objective (None: failed), for the paired
+    comparison of interleaved rounds (``stats.compare_paired``), else runs are compared as
+    independent samples (``stats.compare``).
+    Returns kind (better | worse | equivalent | inconclusive | undecided), emit (the role
     whose config is written), text (the sentence every output prints), comparisons, noise_pct.
     """
     roles = [r for r in ROLES if r in values]
-    comparisons = {f"{a}_vs_{b}": compare(values[a], values[b], alpha=plan.alpha_per_test,
-                                          higher_is_better=higher_is_better, seed=seed)
-                   for a, b in PAIRS if a in values and b in values}
-    spreads = [s for s in (spread_pct(values[r]) for r in roles) if s is not None]
+
+    def pair(a: str, b: str) -> dict[str, Any]:
+        if by_round is not None and a in by_round and b in by_round:
+            common = sorted(set(by_round[a]) & set(by_round[b]))
+            return compare_paired([by_round[a][r] for r in common],
+                                  [by_round[b][r] for r in common], alpha=plan.alpha_per_test,
+                                  higher_is_better=higher_is_better)
+        return compare(values[a], values[b], alpha=plan.alpha_per_test,
+                       higher_is_better=higher_is_better, seed=seed)
+
+    comparisons = {f"{a}_vs_{b}": pair(a, b) for a, b in PAIRS if a in values and b in values}
+    by_role = {r: spread_pct(values[r]) for r in roles}
+    spreads = [s for s in by_role.values() if s is not None]
     noise = max(spreads) if spreads else None
     noise_text = f"{noise:.1f}%" if noise is not None else "unknown"
     conf = f"{100 * (1 - plan.alpha_per_test):.1f}% CI"
     out: dict[str, Any] = {"comparisons": comparisons, "noise_pct": noise,
+                           "spread_pct": by_role,
                            "runs": {r: len(values[r]) for r in roles}, "confidence_note": conf}
     if len(roles) < 2:
         only = roles[0] if roles else None
@@ -160,18 +224,25 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
         out.update(kind="worse", emit=keep, decided=rd is None or rd["decision"] != "none",
                    text=f"{_label(candidate)} is worse by {_by(main)} than {_label(ref)}: "
                    f"keep {KEEP[keep]}")
-    elif _within(main):
-        out.update(kind="no-difference", emit=keep, decided=False,
-                   text=f"no significant difference: keep {KEEP[keep]} ({_label(candidate)} vs "
-                   f"{_label(ref)} {_ci(main)})")
+    elif _bounded(main):
+        bound = equivalence_bound(main)
+        out.update(kind="equivalent", emit=keep, decided=True, bound_pct=bound,
+                   text=f"equivalent: {_label(candidate)} beats {_label(ref)} by at most "
+                   f"{bound:.1f}% at {100 * (1 - plan.alpha):.0f}% confidence "
+                   f"({_ci(main)}): keep {KEEP[keep]}")
     else:
+        need = runs_needed(main)
         n = min(len(values[candidate]), len(values[ref]))
-        need = next(k for k in range(2, 64) if min_p_value(k) <= plan.alpha_per_test)
-        why = (f": {n} runs per config can never reach significance at this level, "
-               f"{need} can" if n < need else "")
-        out.update(kind="inconclusive", emit=keep, decided=False,
-                   text=f"inconclusive: noise {noise_text}, run longer{why} ({_label(candidate)}"
-                   f" vs {_label(ref)} {_ci(main)}); keeping {KEEP[keep]}")
+        floor = (PAIRED_FIRST_LOOK if by_round is not None else
+                 next(k for k in range(2, 64) if min_p_value(k) <= plan.alpha_per_test))
+        need = max(need or 0, floor) if need is not None or n < floor else None
+        what = (f"about {need} interleaved runs per config would bound it" if need else
+                "more runs would bound it")
+        out.update(kind="inconclusive", emit=keep, decided=False, runs_needed=need,
+                   text=f"inconclusive: after {n} runs per config the difference is not "
+                   f"bounded within {EQUIVALENCE_MAX_PCT:.0f}% ({_label(candidate)} vs "
+                   f"{_label(ref)} {_ci(main)}, noise {noise_text}); {what}; keeping "
+                   f"{KEEP[keep]}")
     notes = []
     if rd is not None:
         if rd["decision"] == "better":
@@ -186,7 +257,7 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
         notes.append(f"tuned vs server defaults {_ci(td)}"
                      + ("" if td["decision"] == "better" else " (not significant)"))
     out["notes"] = notes
-    if out["kind"] in ("no-difference", "inconclusive") and not final:
+    if out["kind"] == "inconclusive" and not final:
         out["kind"] = "undecided"
     out["text_full"] = "; ".join([out["text"], *notes]) + f" ({conf}, interleaved runs " + \
         ", ".join(f"{_label(r)} {len(values[r])}" for r in roles) + ")"
@@ -225,6 +296,18 @@ def values_of(runs: dict[str, list[dict]], fin: dict[str, FrozenTrial], metric: 
               ) -> dict[str, list[float]]:
     return {r: [float(x[metric]) for x in runs.get(str(t.number), [])
                 if x.get("ok") and x.get(metric) is not None] for r, t in fin.items()}
+
+
+def rounds_of(runs: dict[str, list[dict]], fin: dict[str, FrozenTrial], metric: str
+              ) -> dict[str, dict[int, float | None]]:
+    """role -> round -> that round's run (None: it failed), for the paired comparison."""
+    out: dict[str, dict[int, float | None]] = {}
+    for role, t in fin.items():
+        rows = out.setdefault(role, {})
+        for i, x in enumerate(runs.get(str(t.number), []), start=1):
+            ok = x.get("ok") and x.get(metric) is not None
+            rows[int(x.get("round") or i)] = float(x[metric]) if ok else None
+    return out
 
 
 # -- one worker measures -----------------------------------------------------------------------
@@ -277,9 +360,18 @@ def claim(study: optuna.Study, key: str, *, poll_s: float = POLL_S) -> int | Non
     return None
 
 
+def rounds_planned(tuner: Tuner) -> int:
+    """--repeats rounds, plus those the time pruned trials saved pays for (0 with
+    --repeats 0: no re-measurement was asked for)."""
+    if tuner.options.repeats < 1:
+        return 0
+    extra = getattr(tuner, "extra_rounds", lambda: 0)()
+    return tuner.options.repeats + int(extra)
+
+
 def remeasure_runs_planned(tuner: Tuner) -> int:
     fin = finalists(tuner.study, tuner.options.latency_slo_ms)
-    return len(fin) * max(0, tuner.options.repeats) if len(fin) >= 2 else 0
+    return len(fin) * rounds_planned(tuner) if len(fin) >= 2 else 0
 
 
 def run_final(tuner: Tuner) -> dict[str, Any] | None:
@@ -299,7 +391,7 @@ def run_final(tuner: Tuner) -> dict[str, Any] | None:
         return _stored(study, key)
     metric = METRIC_ATTRS[opts.objective]
     higher = opts.objective == "throughput"
-    plan = make_plan(opts.repeats, list(fin))
+    plan = make_plan(rounds_planned(tuner), list(fin), paired=True)
     store: dict[str, list[dict]] = dict(study.user_attrs.get(REMEASURE_ATTR) or {})
     storage = study._storage
     with Heartbeat(study, mine):
@@ -351,7 +443,8 @@ def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[s
                                       metric)
         if rnd in plan.looks:
             verdict = decide(values_of(store, fin, metric), plan,
-                             final=rnd == plan.max_rounds, higher_is_better=higher)
+                             final=rnd == plan.max_rounds, higher_is_better=higher,
+                             by_round=rounds_of(store, fin, metric))
             verdict["rounds"] = rnd
             verdict["stopped_early"] = rnd < plan.max_rounds
             if verdict["decided"] and verdict["kind"] != "undecided":
@@ -364,7 +457,8 @@ def _out_of_time(store: dict[str, list[dict]], fin: dict[str, FrozenTrial], plan
     """The time budget ended the rounds: decide on the complete rounds, at the planned alpha
     (fewer runs only make the test stricter, never looser)."""
     done = min(len(store.get(str(t.number), [])) for t in fin.values())
-    verdict = decide(values_of(store, fin, metric), plan, final=True, higher_is_better=higher)
+    verdict = decide(values_of(store, fin, metric), plan, final=True, higher_is_better=higher,
+                     by_round=rounds_of(store, fin, metric))
     note = f" (the time budget ended the re-measurement after {done} rounds)"
     verdict["text"] += note
     verdict["text_full"] = verdict.get("text_full", verdict["text"]) + note

@@ -11,7 +11,7 @@ from benchmarks import run, surrogate
 
 from .synthetic import make_dataset
 
-FAST = ["--seeds", "2", "--budgets", "5,10", "--jobs", "1",
+FAST = ["--seeds", "2", "--budgets", "5,10", "--jobs", "1", "--no-safe-ceiling",
         "--arms", "default,rules,random,tpe,pmem-advisor,ceiling"]
 
 
@@ -40,6 +40,23 @@ def test_bench_prints_every_arm_budget_and_the_targets(data_dir, tmp_path, capsy
     advisor = [a for a in scn["arms"] if a["name"] == "pmem-advisor"]
     assert [a["budget"] for a in advisor] == [5, 10] and len(advisor[0]["best_tps_all"]) == 2
     assert (tmp_path / "syn-a.png").exists()
+
+
+def test_the_safe_ceiling_is_found_with_ten_times_the_budget(data_dir, tmp_path, capsys):
+    rc = run.main(["--data-dir", str(data_dir), "--out", str(tmp_path), "--scenario", "syn-a",
+                   "--seeds", "2", "--budgets", "2,3", "--jobs", "1", "--no-plot",
+                   "--arms", "default,rules,random,pmem-advisor,ceiling"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    scn = json.loads((tmp_path / "results.json").read_text())["scenarios"][0]
+    safe = scn["meta"]["safe_ceiling_tps"]
+    assert safe and "at 30 trials" in scn["meta"]["safe_ceiling"]
+    best3 = max(a["best_tps_median"] for a in scn["arms"] if a["budget"] == 3
+                and a["name"] in ("random", "pmem-advisor"))
+    assert safe >= 0.95 * best3  # ten times the trials find at least about as much
+    assert f"safe ceiling {safe:,.0f} tps: the best of" in out.out
+    # the target is stated against it (n/a here: no budget 20 in this run)
+    assert "target pmem-advisor@20 >= 0.9x safe ceiling: n/a" in out.out
 
 
 def test_seeds_give_the_same_result_in_one_or_two_processes(data_dir, tmp_path):

@@ -62,7 +62,7 @@ def test_reports_from_the_study(tmp_path):
                 "best", "baselines", "config_file", "verdict", "failures", "knobs"):
         assert key in data
     v = data["verdict"]
-    assert v["kind"] in ("better", "worse", "no-difference", "inconclusive")
+    assert v["kind"] in ("better", "worse", "equivalent", "inconclusive")
     assert data["best"]["role"] == v["emit"] and data["best"]["repeated"]
     conf = (out / "postgresql.tuned.conf").read_text()
     md = (out / "report.md").read_text()
@@ -115,7 +115,7 @@ def test_not_significant_emits_rules_and_says_so(tmp_path):
     study = _tuned_study(tmp_path, trials=6, repeats=2)  # 2 rounds can never be significant
     out = tmp_path / "o"
     s = write_reports(study, out)
-    assert s["verdict"]["kind"] in ("inconclusive", "no-difference")
+    assert s["verdict"]["kind"] in ("inconclusive", "equivalent")
     assert s["best"]["role"] == "rules"
     conf = (out / "postgresql.tuned.conf").read_text()
     assert "emitted: the rules-only config" in conf and "shared_buffers = 2GB  #" in conf

@@ -38,9 +38,11 @@ FAIL_ABOVE = 700_000  # shared_buffers pages the "machine" cannot map
 class SyntheticEvaluator(Evaluator):
     engine, flavour, version = "postgres", "postgresql", "18.6"
 
-    def __init__(self, seed: int = 1, noise: float = 0.02, delay: float = 0.0) -> None:
+    def __init__(self, seed: int = 1, noise: float = 0.02, delay: float = 0.0,
+                 interim: int = 0) -> None:
         self._rng = random.Random(seed)
         self.noise, self.delay = noise, delay
+        self.interim = interim  # per-second samples each run reports to ``on_interim``
         self.calls: list[TrialConfig] = []
         self.closed = False
 
@@ -67,9 +69,19 @@ class SyntheticEvaluator(Evaluator):
                                "memory: Cannot allocate memory")
         tps = self.score(config) * (1 + self._rng.gauss(0, self.noise))
         lat = 1000.0 * 8 / tps
+        samples: list[float] = []
+        stopped = False
+        for _ in range(self.interim):  # a run that reports as it goes, like pgbench --progress
+            samples.append(tps * (1 + self._rng.gauss(0, self.noise)))
+            if self.on_interim is not None and self.on_interim(list(samples)):
+                stopped = True
+                break
+        if samples:
+            tps = sum(samples) / len(samples)
         return Measurement(ok=True, throughput_tps=tps,
                            latency_ms={"p50": lat, "p95": lat * 1.8, "p99": lat * 2.5},
-                           duration_s=1.0)
+                           duration_s=float(len(samples) or 1), interim_tps=samples,
+                           stopped_early=stopped)
 
     def close(self) -> None:
         self.closed = True

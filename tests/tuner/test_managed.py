@@ -173,3 +173,20 @@ def test_kill_mid_trial_then_resume(shm_dir, tmp_path):
     assert len(complete) >= 4 - sum(1 for t in trials if t.user_attrs.get("failure"))
     assert {t.user_attrs["role"] for t in complete} >= {"default", "rules"}
     assert not [t for t in trials if t.state == TrialState.RUNNING]
+
+
+@pytest.mark.slow
+def test_repeats_zero_emits_the_rules_config_not_re_measured(run_cli, shm_dir, tmp_path):
+    code, _, err = run_cli("tune", "postgres", "--workload", "pgbench-tpcb", "--trials", "3",
+                           "--duration", "2", "--warmup", "0", "--repeats", "0",
+                           "--clients", "2", "--scale", "2", "--seed", "1",
+                           "--data-dir", str(shm_dir), "--out", str(tmp_path))
+    assert code == 0, err
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    v = summary["verdict"]
+    assert v["kind"] == "not-re-measured" and v["emit"] == "rules"
+    assert v["text"].startswith("not re-measured (--repeats 0): keeping rules")
+    assert summary["best"]["role"] == "rules"
+    conf = Path(summary["config_file"]).read_text()
+    assert "not re-measured" in conf
+    assert "not re-measured (--repeats 0)" in (tmp_path / "report.md").read_text()

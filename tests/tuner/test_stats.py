@@ -39,3 +39,33 @@ def test_compare_is_exact_seeded_and_needs_enough_runs():
     few = compare([200.0, 201.0, 202.0], [100.0, 101.0, 102.0], alpha=0.05)
     assert few["p_value"] == min_p_value(3) == 0.1 and few["decision"] == "none"
     assert compare(b, a, alpha=0.01)["decision"] == "worse"
+
+
+def test_paired_rounds_cancel_the_machines_drift():
+    """Two configs 10% apart measured in interleaved rounds while the machine slows to half:
+    independent samples overlap (nothing decided), the per-round ratios do not."""
+    from pmem_advisor.tuner.stats import compare, compare_paired
+
+    drift = [1.0, 0.85, 0.7, 0.6, 0.5]
+    jitter = [1.01, 0.99, 1.0, 1.02, 0.98]
+    a = [1100 * d * j for d, j in zip(drift, jitter, strict=True)]
+    b = [1000 * d * j2 for d, j2 in zip(drift, reversed(jitter), strict=True)]
+    assert compare(a, b, alpha=0.01)["decision"] == "none"
+    p = compare_paired(a, b, alpha=0.01)
+    assert p["decision"] == "better" and p["paired"] and p["n_a"] == 5
+    assert p["ci_low_pct"] > 0 and abs(p["gain_pct"] - 10.0) < 1.0
+    # equal configs under the same drift: the interval bounds the difference tightly
+    same = compare_paired([1000 * d * j for d, j in zip(drift, jitter, strict=True)],
+                          [1000 * d * j for d, j in zip(drift, reversed(jitter), strict=True)],
+                          alpha=0.01)
+    assert same["decision"] == "none" and same["ci_high_pct"] < 8
+
+
+def test_paired_comparison_drops_rounds_with_a_failed_run():
+    from pmem_advisor.tuner.stats import compare_paired
+
+    p = compare_paired([110.0, None, 111.0, 109.0], [100.0, 101.0, None, 99.0], alpha=0.05)
+    assert p["n_a"] == 2
+    assert compare_paired([110.0], [100.0], alpha=0.05)["decision"] == "none"
+    lat = compare_paired([1.0, 1.1, 0.9], [2.0, 2.2, 1.8], alpha=0.05, higher_is_better=False)
+    assert lat["gain_pct"] == 100.0 and lat["decision"] == "better"

@@ -3,6 +3,7 @@ worker, stored where every report and Optuna's best trial read it."""
 
 from __future__ import annotations
 
+import math
 import statistics
 import threading
 
@@ -15,7 +16,13 @@ from pmem_advisor.tuner.samplers import make_sampler
 from pmem_advisor.tuner.stats import min_p_value
 from pmem_advisor.tuner.study import REMEASURE_ATTR, as_complete, measured
 from pmem_advisor.tuner.tuner import TuneOptions, Tuner
-from pmem_advisor.tuner.verdict import VERDICT_ATTR, decide, make_plan
+from pmem_advisor.tuner.verdict import (
+    EQUIVALENCE_MAX_PCT,
+    VERDICT_ATTR,
+    decide,
+    make_plan,
+    runs_needed,
+)
 from tests.tuner.synthetic import SyntheticEvaluator
 
 TUNED = [1100.0, 1120.0, 1090.0, 1110.0, 1105.0]
@@ -52,17 +59,55 @@ def test_interval_and_decision_come_from_the_runs():
     assert other["ci_high_pct"] != c["ci_high_pct"]
 
 
-def test_a_config_compared_with_itself_is_no_difference():
+def test_a_config_compared_with_itself_is_equivalent_within_a_stated_bound():
     same = [1000.0, 1012.0, 991.0, 1004.0, 996.0, 1008.0, 999.0, 1003.0]
     plan = make_plan(8, ["tuned", "rules", "default"])
     v = decide({"tuned": list(same), "rules": list(same), "default": DEFAULTS * 2}, plan,
                final=True)
-    assert v["kind"] == "no-difference" and v["emit"] == "rules"
-    assert v["text"].startswith("no significant difference: keep rules")
-    assert v["comparisons"]["tuned_vs_rules"]["decision"] == "none"
+    c = v["comparisons"]["tuned_vs_rules"]
+    assert v["kind"] == "equivalent" and v["emit"] == "rules" and v["decided"]
+    # the bound is the interval's upper end, rounded up: no gain beyond it is left possible
+    assert c["ci_high_pct"] <= v["bound_pct"] < c["ci_high_pct"] + 0.1 + 1e-9
+    assert v["bound_pct"] <= EQUIVALENCE_MAX_PCT
+    assert v["text"].startswith(f"equivalent: tuned beats rules-only by at most "
+                                f"{v['bound_pct']:.1f}% at 95% confidence")
+    assert v["text"].endswith("keep rules")
+    assert c["decision"] == "none"
     assert "rules-only beats server defaults" in v["text_full"]
-    # not final yet: keep measuring instead of concluding
-    assert decide({"tuned": same, "rules": same}, plan, final=False)["kind"] == "undecided"
+    # decided before the last round: equivalence stops the rounds like a significant gain
+    assert decide({"tuned": same[:5], "rules": same[:5]}, plan, final=False)["kind"] == \
+        "equivalent"
+
+
+def test_equivalence_on_synthetic_runs_of_known_noise():
+    """Two configs drawn from one distribution with 2% noise: 8 interleaved runs each bound
+    the difference well within the equivalence limit in most draws; with 20% noise they
+    cannot, and the verdict says how many runs would."""
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    plan = make_plan(8, ["tuned", "rules"])
+    kinds = []
+    for _ in range(20):
+        a, b = (list(1000 * (1 + 0.02 * rng.standard_normal(8))) for _ in range(2))
+        kinds.append(decide({"tuned": a, "rules": b}, plan, final=True)["kind"])
+    assert kinds.count("equivalent") >= 16 and "better" not in kinds
+    a, b = (list(1000 * (1 + 0.2 * rng.standard_normal(8))) for _ in range(2))
+    v = decide({"tuned": a, "rules": b}, plan, final=True)
+    assert v["kind"] == "inconclusive" and v["emit"] == "rules"
+    assert v["runs_needed"] > 8
+    assert f"about {v['runs_needed']} interleaved runs per config would bound it" in v["text"]
+
+
+def test_runs_needed_shrinks_with_the_interval():
+    wide = {"n_a": 5, "n_b": 5, "gain_pct": 2.0, "ci_low_pct": -14.0, "ci_high_pct": 18.0}
+    narrow = {**wide, "ci_low_pct": -6.0, "ci_high_pct": 11.0}
+    assert runs_needed(wide) > runs_needed(narrow) > 5
+    # a large estimated gain: the runs to separate it from zero
+    assert runs_needed({"n_a": 5, "n_b": 5, "gain_pct": 20.0, "ci_low_pct": -5.0,
+                        "ci_high_pct": 45.0}) == math.ceil(5 * (25 / 20) ** 2)
+    assert runs_needed({"n_a": 1, "n_b": 5, "gain_pct": 1.0, "ci_low_pct": None,
+                        "ci_high_pct": None}) is None
 
 
 def test_noisy_runs_are_inconclusive_and_keep_rules():
@@ -71,7 +116,9 @@ def test_noisy_runs_are_inconclusive_and_keep_rules():
                 "rules": [1000.0, 1300.0, 700.0, 1150.0, 900.0],
                 "default": [1000.0, 1200.0, 800.0, 1100.0, 900.0]}, plan, final=True)
     assert v["kind"] == "inconclusive" and v["emit"] == "rules"
-    assert v["text"].startswith(f"inconclusive: noise {v['noise_pct']:.1f}%, run longer")
+    assert v["text"].startswith("inconclusive: after 5 runs per config the difference is not "
+                                "bounded within 10%")
+    assert f"noise {v['noise_pct']:.1f}%" in v["text"]
     assert "rules-only does not beat server defaults significantly" in v["text_full"]
 
 
@@ -92,15 +139,17 @@ def test_interleaved_rounds_stop_early_and_best_trial_is_the_verdict(study_facto
     study = _tune(study_factory, space, ev, trials=10, seed=2)
     v = study.user_attrs[VERDICT_ATTR]
     final = ev.calls[10:]  # after the 10 search trials
-    assert v["rounds"] == 5 and v["stopped_early"] and len(final) == 15
+    # paired rounds: decided at the first look, the third round
+    assert v["rounds"] == 3 and v["stopped_early"] and len(final) == 9
+    assert v["plan"]["paired"] and v["comparisons"]["tuned_vs_rules"]["paired"]
     # round robin: tuned, rules, defaults, tuned, rules, defaults ...
     keys = [tuple(sorted(c.params.items())) for c in final]
-    assert keys[0:3] == keys[3:6] == keys[12:15] and len(set(keys[0:3])) == 3
+    assert keys[0:3] == keys[3:6] == keys[6:9] and len(set(keys[0:3])) == 3
     rem = study.user_attrs[REMEASURE_ATTR]
     assert sorted(v["trials"].values()) == sorted(int(k) for k in rem)
     s = summarize(study)
     best = s["best"]
-    assert best["role"] == v["emit"] and best["runs"] == 5 and best["repeated"]
+    assert best["role"] == v["emit"] and best["runs"] == 3 and best["repeated"]
     # Optuna's own best trial is the verdict trial: its value is the repeated median
     bt = study.best_trial
     assert bt.user_attrs["role"] == "verdict" and bt.user_attrs["verdict"] == v["text"]
@@ -178,8 +227,9 @@ def test_two_workers_remeasure_once_and_agree(study_factory, space, tmp_path):
     for t in threads:
         t.join(timeout=120)
     assert not any(t.is_alive() for t in threads)
-    assert sorted(len(e.calls) for e in evs) == [0, 15]  # one worker measured every round
     assert results[0] == results[1] and results[0]["text"]
+    # one worker measured every round, until the verdict was decided
+    assert sorted(len(e.calls) for e in evs) == [0, 3 * results[0]["rounds"]]
     verdicts = [t for t in study.get_trials() if t.user_attrs.get("role") == "verdict"]
     assert [t.state for t in verdicts].count(TrialState.COMPLETE) == 1
     assert all(t.state == TrialState.PRUNED for t in verdicts if t.state != TrialState.COMPLETE)
@@ -253,7 +303,7 @@ def test_interrupted_final_phase_is_said_and_resumed(study_factory, space):
     ev = SyntheticEvaluator(seed=3)
     st, sp = study_factory(None, resume=True)
     v = Tuner(st, sp, ev, TuneOptions(trials=10, repeats=8)).remeasure()
-    assert v["rounds"] in (5, 8) and len(ev.calls) == 3 * v["rounds"] - 4
+    assert v["rounds"] in (3, 8) and len(ev.calls) == 3 * v["rounds"] - 4
     assert summarize(st)["verdict"]["complete"]
 
 

@@ -2,8 +2,14 @@
 
 Latency percentiles: pgbench's summary has only the average, so the measured run writes a
 per-transaction log (``--log``, one line per transaction with its latency in microseconds);
-p50/p95/p99 are computed from those lines. The warm-up is a separate, unlogged pgbench run
-right before, so the measured run's tps covers only the measurement window.
+p50/p95/p99 are computed from those lines.
+
+Warm-up (``warmup_mode``): "steady" (the default) is one pgbench run of warm-up + measurement
+with ``--progress=1``; the steady-state detector (workloads/interim.py) cuts the warm-up from
+the run's own per-second samples, the tps is their mean after the cut and the percentiles come
+from the transactions logged after it. "fixed" is a separate warm-up run of the fixed length,
+then a measured run (new connections; its summary's tps). Either way the interim samples
+reach ``on_interim``, which may stop the run early (the tuner's pruner).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from pmem_advisor.workloads.base import (
     run_tool,
 )
 from pmem_advisor.workloads.dbapi import analyze_database, ensure_database, execute_all
+from pmem_advisor.workloads.interim import steady_window, stream
 from pmem_advisor.workloads.sqlsplit import read_statements
 
 
@@ -78,8 +85,24 @@ def parse_pgbench_summary(text: str) -> dict[str, Any]:
     return out
 
 
-def parse_transaction_logs(paths: list[Path]) -> dict[str, Any]:
-    """Latency percentiles (ms) from pgbench per-transaction logs.
+def first_log_epoch(paths: list[Path]) -> float | None:
+    """The earliest completion time (epoch seconds) in pgbench per-transaction logs."""
+    first = None
+    for path in paths:
+        with open(path, errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 6 and parts[4].isdigit() and parts[5].isdigit():
+                    t = int(parts[4]) + int(parts[5]) / 1e6
+                    first = t if first is None or t < first else first
+                    break  # each client's log is in time order
+    return first
+
+
+def parse_transaction_logs(paths: list[Path], since_epoch: float | None = None
+                           ) -> dict[str, Any]:
+    """Latency percentiles (ms) from pgbench per-transaction logs (only the transactions that
+    completed at or after ``since_epoch`` when given: the steady part of the run).
 
     Line: ``client_id transaction_no time script_no time_epoch time_us [schedule_lag] ...``;
     ``time`` is the latency in microseconds, or ``failed``/``skipped``.
@@ -91,6 +114,9 @@ def parse_transaction_logs(paths: list[Path]) -> dict[str, Any]:
             for line in f:
                 parts = line.split()
                 if len(parts) < 6:
+                    continue
+                if since_epoch is not None and parts[4].isdigit() and parts[5].isdigit() and \
+                        int(parts[4]) + int(parts[5]) / 1e6 < since_epoch:
                     continue
                 if parts[2] == "failed":
                     failed += 1
@@ -147,34 +173,49 @@ class PgbenchWorkload(Workload):
         common = [*self.script_args(), "-n", "-s", str(scale), "-c", str(clients),
                   "-j", str(threads)]
         warm = math.ceil(warmup)
-        if warm:
+        measure = max(1, math.ceil(duration))
+        steady = self.warmup_mode == "steady"
+        if warm and not steady:
             self._pgbench(conn, [*common, "-T", str(warm)], what=f"{self.name} warm-up",
                           timeout=warm + 120)
-        measure = max(1, math.ceil(duration))
+        length = warm + measure if steady else measure
         with tempfile.TemporaryDirectory(prefix="pmem-advisor-pgbench-",
                                          dir=self.scratch_dir) as tmp:
-            proc = self._pgbench(
-                conn,
-                [*common, "-T", str(measure), "--log", "--log-prefix", f"{tmp}/txn"],
-                what=f"{self.name} run",
-                timeout=measure + 120,
-                cwd=tmp,
-            )
-            summary = parse_pgbench_summary(proc.stdout)
-            logs = parse_transaction_logs(sorted(Path(tmp).glob("txn*")))
+            argv = [pgbench_binary(conn), *connection_args(conn), *common, "-T", str(length),
+                    "--progress=1", "--log", "--log-prefix", f"{tmp}/txn", conn.dbname]
+            run = stream(argv, what=f"{self.name} run", timeout=length + 120,
+                         on_sample=self.on_interim, env=tool_env(conn), cwd=tmp,
+                         report_stream="stderr")
+            paths = sorted(Path(tmp).glob("txn*"))
+            window = steady_window(run.samples, warm if steady else 0, detect=steady)
+            summary = ({} if run.stopped_early else parse_pgbench_summary(run.stdout))
+            since = None
+            if steady and window.cut:
+                t0 = first_log_epoch(paths)
+                since = None if t0 is None else t0 - 1.0 + window.cut
+            logs = parse_transaction_logs(paths, since)
+        tps = window.tps if steady or run.stopped_early else summary["tps"]
+        if tps is None and summary:  # too short for one progress report: the summary's
+            tps = summary["tps"]
+        if tps is None:
+            raise EnvironmentProblem(f"{self.name} run reported no progress samples")
         return self._result(
             conn,
             clients,
-            throughput_tps=summary["tps"],
+            throughput_tps=tps,
             latency_ms=logs["latency_ms"],
-            errors=int(summary["failed"]),
-            duration_s=float(summary.get("duration_s", measure)),
+            errors=int(summary.get("failed", logs["failed"])),
+            duration_s=float(window.samples if steady else summary.get("duration_s", measure)),
             raw={
                 "tool": "pgbench",
-                "transactions": summary["transactions"],
+                "transactions": summary.get("transactions"),
                 "latency_avg_ms": summary.get("latency_avg_ms"),
                 "logged_transactions": logs["logged"],
                 "warmup_s": warm,
+                "warmup_mode": self.warmup_mode,
+                "interim_tps": run.samples,
+                "stopped_early": run.stopped_early,
+                **window.to_dict(),
             },
         )
 

@@ -1,0 +1,86 @@
+"""PM031 InnoDB writes: redo capacity against the write rate and the pool, searched first.
+
+Anti-pattern: a redo log too small for the write rate. When the redo log fills, InnoDB must
+flush the oldest dirty pages of the buffer pool before any more writes (a synchronous
+checkpoint); a small log turns every burst into such flushing. K23 ran MySQL with the default
+48 MB x 2 redo and saw a checkpoint about every second (K23 §3.1): the InnoDB analogue of
+PostgreSQL's WAL finding, where rarer checkpoints gave up to x2.37 (K23 §5.3.7, Table 7,
+PM013). The MySQL 5.7 manual (``innodb_log_file_size``) asks for "enough redo log space to
+handle more than an hour of write activity"; the 8.0 manual ("Optimizing InnoDB Redo
+Logging") says small redo log files "cause many unnecessary disk writes"; the MariaDB
+knowledge base (``innodb_log_file_size``): a larger log means less checkpoint flushing and a
+longer crash recovery. Measured here (benchmarks/data/mariadb1011-oltp-write-only-disk.jsonl,
+MariaDB 10.11, sysbench write-only, 1 GiB budget, disk): the best row had a 576 MiB pool and
+a 1.25 GiB redo log, 2,698 tps against the baseline's 384 MiB / 128 MiB at 2,028; by hand,
+a 1 GB log was most of a x1.2 edge (shared/design/measured-scenarios.md).
+
+Recommendation (OLTP and mixed workloads, any medium): redo capacity = the buffer pool (the
+dedicated-server baseline gives a quarter of it on MariaDB, 100 MB on MySQL 8.0.30+ at 2 GB
+or less), searched from the baseline to twice the memory budget (at most 64 GB): the write
+rate is what a run measures, not a fact we have before it. The buffer pool is searched from
+half the baseline (the budget rules may lower it to fit) to 75% of the memory budget
+(innodb_dedicated_server's share; the manual allows up to 80% on a dedicated server); the
+memory gate still applies to every trial. Both are
+bounded here, at a priority above the other speed rules, so the tuner's first trials move
+them first. MySQL before 8.0.30 sizes several files (innodb_log_files_in_group): left to the
+baseline.
+"""
+
+from pmem_advisor.engines.mysql.baseline import buffer_pool, redo
+from pmem_advisor.rules.model import PRIORITY_SPEED, Bound, Bytes, Rule, Set
+
+MB, GB = 1 << 20, 1 << 30
+REDO_KNOBS = ("innodb_log_file_size", "innodb_redo_log_capacity")
+WRITE_WORKLOADS = ("oltp", "mixed")
+
+
+class InnodbRedoAgainstWrites(Rule):
+    id = "PM031"
+    title = "InnoDB redo capacity against the write rate and the pool (searched first)"
+    insights = ("K23-6",)
+    paper = ("K23 §3.1, §5.3.7, Table 7; MySQL 5.7/8.0 manuals (innodb_log_file_size, "
+             "Optimizing InnoDB Redo Logging); MariaDB KB innodb_log_file_size")
+    # above the other speed rules: the tuner's importance follows rule priority, and these two
+    # knobs are the ones the measurements show matter most for InnoDB writes
+    priority = PRIORITY_SPEED + 5
+    engines = ("mysql",)
+
+    def condition(self, f):
+        return f.workload in WRITE_WORKLOADS and _redo_knob(f) is not None
+
+    def effects(self, f):
+        name, base = _redo_knob(f)
+        pool = buffer_pool(f)
+        size = max(base, pool)
+        hi = min(max(2 * f.memory_bytes, 4 * base, size), 64 * GB)
+        pool_hi = max(pool, f.memory_bytes * 3 // 4)
+        out = [
+            Set(name, Bytes(size),
+                f"redo as large as the buffer pool ({pool // MB} MB): a small log forces "
+                "synchronous checkpoints under writes (K23 §3.1 saw one a second with 48 MB x 2; "
+                "MySQL manual: room for an hour of writes); longer crash recovery is the cost"),
+            Bound(name, Bytes(base), Bytes(hi),
+                  reason="the write rate decides: searched from the dedicated-server size to "
+                         "twice the memory budget (K23 §3.1, §5.3.7)")]
+        if pool_hi > pool:  # above 4 GB the baseline already takes 75%
+            # from half the baseline: the memory budget rules may lower the pool to fit
+            out.append(Bound("innodb_buffer_pool_size", Bytes(pool // 2), Bytes(pool_hi),
+                             reason="dedicated server: up to 75% of memory "
+                                    "(innodb_dedicated_server; the manual allows 80%); the "
+                                    "memory gate checks every trial"))
+        return out
+
+
+def _redo_knob(f) -> tuple[str, int] | None:
+    """The one knob that sizes the redo log on this server, and its baseline bytes."""
+    sizes = redo(f)
+    if "innodb_log_files_in_group" in sizes:
+        return None  # MySQL before 8.0.30: file count x size, left to the baseline
+    for name in REDO_KNOBS:
+        value = sizes.get(name)
+        if isinstance(value, Bytes):
+            return name, value.n
+    return None
+
+
+RULE = InnodbRedoAgainstWrites()
