@@ -1,6 +1,7 @@
 """PostgreSQL on the Engine interface: its config (emit.py, parse.py), baseline (baseline.py),
-managed instance (instance.py) and pgbench workloads (pgbench.py) beside this file; the
-managed-server machinery it shares with MySQL is ``engines.base.ServerEngine``."""
+managed instance (instance.py), worst-case memory and its fit (memory.py) and pgbench
+workloads (pgbench.py) beside this file; the managed-server machinery it shares with MySQL
+is ``engines.base.ServerEngine``."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from pmem_advisor.engines.base import ServerEngine
 from pmem_advisor.engines.postgres.baseline import PostgresBaseline
 from pmem_advisor.engines.postgres.emit import emit_postgresql_conf
 from pmem_advisor.engines.postgres.instance import PostgresInstance
+from pmem_advisor.engines.postgres.memory import fit_postgres, postgres_worst_case
 from pmem_advisor.engines.postgres.parse import parse_postgresql_text
 from pmem_advisor.engines.postgres.pgbench import PgbenchCustom, PgbenchTpcb
 from pmem_advisor.knobs.emit import Header
-from pmem_advisor.rules.fit import fit_postgres
 
 BASELINE = (PostgresBaseline(),)
 
@@ -30,6 +31,11 @@ class PostgresEngine(ServerEngine):
 
     def baseline_rules(self) -> tuple[Any, ...]:
         return BASELINE
+
+    def memory(self, settings, *, flavour, version, catalog, host_memory_bytes=None):
+        if catalog is None:
+            catalog = self.catalog(flavour, version)
+        return postgres_worst_case(settings, flavour=flavour, version=version, catalog=catalog)
 
     def fit_memory(self, rec: Any, view: Any, budget_bytes: int) -> None:
         fit_postgres(rec, view, budget_bytes)
