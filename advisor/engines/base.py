@@ -69,6 +69,16 @@ class ServerEngine(Engine):
         best, detail, _ = server_status(self.name)
         return best is not None, detail
 
+    def discovered_capability(self, better: Any = None) -> tuple[str, bool, str, str]:
+        """``server_capability`` from ``instances.server_status``: "<name>-server", the server
+        a managed instance would use, else the install hint; ``better(best)``: how to get a
+        better server than the one found ("" when it is the best)."""
+        best, detail, hint = server_status(self.name)
+        label = f"{self.name}-server"
+        if best is None:
+            return label, False, detail, hint
+        return label, True, detail, better(best) if better else ""
+
     def evaluator(self, request: EvalRequest) -> Evaluator:
         r = request  # managed.ManagedEvaluator looked up now: tests put a fake in its place
         return managed.ManagedEvaluator(r.binary, r.workload, scale=r.scale, clients=r.clients,

@@ -51,3 +51,6 @@ class MysqlEngine(ServerEngine):
 
     def fit_memory(self, rec: Any, view: Any, budget_bytes: int) -> None:
         fit_mysql(rec, view, budget_bytes)
+
+    def server_capability(self) -> tuple[str, bool, str, str]:
+        return self.discovered_capability()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pmem_advisor.capabilities import install_hint
 from pmem_advisor.engines.base import ServerEngine
 from pmem_advisor.engines.postgres.baseline import PostgresBaseline
 from pmem_advisor.engines.postgres.emit import emit_postgresql_conf
@@ -39,6 +40,11 @@ class PostgresEngine(ServerEngine):
 
     def fit_memory(self, rec: Any, view: Any, budget_bytes: int) -> None:
         fit_postgres(rec, view, budget_bytes)
+
+    def server_capability(self) -> tuple[str, bool, str, str]:
+        return self.discovered_capability(
+            lambda best: "" if best.source == "embedded" else
+            f"{install_hint('embedded')} for the zero-install PostgreSQL 18")
 
     def own_workloads(self) -> dict[str, Any]:
         return {"pgbench-tpcb": PgbenchTpcb, "pgbench-custom": PgbenchCustom}
