@@ -169,12 +169,13 @@ class SettingValues:
 class KnobReader:
     """Knob values in bytes (sizes) or plain numbers, from settings, else the catalog default,
     else the engine's ``fallback(name)`` (manual defaults of knobs the catalog lacks); text for
-    a knob the catalog lacks goes to the engine's ``parse_loose(name, raw)``. ``key`` is how
+    a knob the catalog lacks is read by the engine's ``parse_loose(text)`` in its own syntax
+    (None: not a number or size). ``key`` is how
     the engine spells a knob name (settings keys are read through it)."""
 
     def __init__(self, flavour: str, version: str | None, settings: Mapping[str, Any],
                  catalog, *, fallback: Callable[[str], float],
-                 parse_loose: Callable[[str, Any], float],
+                 parse_loose: Callable[[str], float | None],
                  key: Callable[[str], str] = str.lower) -> None:
         self.flavour, self.version = flavour, version
         self.settings = {key(str(k)): v for k, v in settings.items()}
@@ -198,7 +199,12 @@ class KnobReader:
             return float(base)
         if raw is None:
             return self.fallback(name)
-        return self.parse_loose(name, raw)
+        if isinstance(raw, bool | int | float):
+            return float(raw)
+        value = self.parse_loose(str(raw).strip().strip("'\""))
+        if value is None:
+            raise UsageError(f"{name}: {raw!r} is not a number or size")
+        return float(value)
 
     def has(self, name: str) -> bool:
         return self._knob(name) is not None or name in self.settings

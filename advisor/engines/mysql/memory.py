@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pmem_advisor.errors import UnknownKnobError, UsageError
+from pmem_advisor.errors import UnknownKnobError
 from pmem_advisor.knobs import units
 from pmem_advisor.knobs.version import parse_version
 from pmem_advisor.rules.fit import estimate, put_setting
@@ -92,17 +92,9 @@ def _fallback_default(flavour: str, version: str | None, name: str) -> float:
     return 0.0
 
 
-def _parse_loose(name: str, raw: Any) -> float:
-    """A value for a knob the catalog lacks: numbers as bytes, text with MySQL's suffixes."""
-    if isinstance(raw, bool):
-        return float(raw)
-    if isinstance(raw, int | float):
-        return float(raw)
-    text = str(raw).strip().strip("'\"")
-    value = units.my_number(text)
-    if value is not None:
-        return float(value)
-    raise UsageError(f"{name}: {raw!r} is not a number or size")
+def _parse_loose(text: str) -> float | None:
+    """Text for a knob the catalog lacks, with MySQL's suffixes (sizes in bytes)."""
+    return units.my_number(text)
 
 
 def _parts(r: KnobReader) -> list[MemoryPart]:

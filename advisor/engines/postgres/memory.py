@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pmem_advisor.errors import UsageError
 from pmem_advisor.knobs import units
 from pmem_advisor.knobs.version import parse_version
 from pmem_advisor.rules.fit import estimate, put_setting
@@ -82,19 +81,12 @@ def _fallback_default(version: str | None, name: str) -> float:
     return 0.0
 
 
-def _parse_loose(name: str, raw: Any) -> float:
-    """A value for a knob the catalog lacks: numbers as given, text with PostgreSQL's units."""
-    if isinstance(raw, bool):
-        return float(raw)
-    if isinstance(raw, int | float):
-        return float(raw)
-    text = str(raw).strip().strip("'\"")
+def _parse_loose(text: str) -> float | None:
+    """Text for a knob the catalog lacks, with PostgreSQL's units (sizes in bytes)."""
     parsed = units.pg_number(text)
-    if parsed is not None:
-        value = units.pg_to_base(parsed[0], parsed[1], "B") if parsed[1] else parsed[0]
-        if value is not None:
-            return float(value)
-    raise UsageError(f"{name}: {raw!r} is not a number or size")
+    if parsed is None:
+        return None
+    return units.pg_to_base(parsed[0], parsed[1], "B") if parsed[1] else parsed[0]
 
 
 def pg_query_memory(work_mem: int, hash_mem_multiplier: float) -> int:
