@@ -1,52 +1,22 @@
 """Fit a recommendation's worst-case memory (rules/memory.py) into the RAM budget.
 
-The rules size each knob on its own (pgtune's work_mem, the DAX rule's larger shared_buffers,
-the dedicated-server buffer pool); together they can commit more than the machine (or the NUMA
-node the server is bound to) has. This last step re-derives the per-connection memory from
-the final global settings, so a config never exceeds its budget in the worst case:
-
-- PostgreSQL: work_mem becomes the largest value whose worst case fits (it scales with every
-  connection and parallel worker). Below the server's default (4 MB, also pgtune's floor),
-  when the user gave no --clients, work_mem stays there and max_connections drops to what the
-  budget holds; with --clients shared_buffers gives first, down to its own default (128 MB),
-  and only then work_mem goes below 4 MB (the note says to pool connections).
-- MySQL/MariaDB: the per-connection buffers (sort, join, read, read_rnd, in-memory temporary
-  tables) are scaled down together to the server's defaults; then the buffer pool gives, down
-  to one 128 MB chunk; only then the buffers go below their defaults, at most to a quarter.
-Per-session buffers below the server's defaults spill ordinary sorts and joins to disk, while
-a smaller pool only caches less: the pool gives first. Every changed line says what it was
-and why it changed; a budget nothing fits is the caller's to refuse (rules/budget_search.py).
+The rules size each knob on its own (pgtune's work_mem, the DAX rule's larger buffer pool, the
+dedicated-server cache); together they can commit more than the machine (or the NUMA node the
+server is bound to) has. This last step asks the engine (``Engine.fit_memory``, in its
+package) to re-derive its memory settings from the final global ones, so a config never
+exceeds its budget in the worst case. Every changed line says what it was and why it changed
+(``put_setting``); a budget nothing fits is the caller's to refuse (rules/budget_search.py).
 """
 
 from __future__ import annotations
 
 from pmem_advisor.engines import api
 from pmem_advisor.errors import UnknownKnobError, UsageError
-from pmem_advisor.rules.memory import (
-    BUDGET_SHARE,
-    KB,
-    MB,
-    MemoryEstimate,
-    gib,
-    mib,
-    pg_work_mem_to_fit,
-    worst_case,
-)
-from pmem_advisor.rules.model import Bytes
+from pmem_advisor.rules.memory import BUDGET_SHARE, MemoryEstimate, gib, worst_case
 from pmem_advisor.rules.result import Recommendation, RecommendedSetting
 
 RULE = "MEM-FIT"
 SOURCE = "worst-case memory (rules/memory.py)"
-# MySQL per-connection buffers we may shrink, and the part of the estimate each one feeds.
-MY_SCALABLE = {"sort_buffer_size": "sort_buffer_size", "join_buffer_size": "join_buffer_size",
-               "read_buffer_size": "read_buffer_size",
-               "read_rnd_buffer_size": "read_rnd_buffer_size",
-               "tmp_table_size": "tmp tables", "max_heap_table_size": "tmp tables"}
-PG_WORK_MEM_FLOOR = 4 * MB  # pgtune's floor: below it ordinary sorts and hashes spill to disk
-MIN_CONNECTIONS = 20  # fewer is no longer a server for an application: say pool instead
-MIN_SCALE = 0.25  # below a quarter of the defaults queries spill to disk for ordinary sorts
-POOL_CHUNK = 128 * MB  # InnoDB rounds the pool to chunk x instances; 128 MB is the default chunk
-PG_POOL_FLOOR = 128 * MB  # shared_buffers' default: the pool gives to work_mem down to here
 
 
 def estimate(rec: Recommendation, view) -> MemoryEstimate:
@@ -62,7 +32,7 @@ def fitted_budget(budget: int) -> int:
 
 
 def fit_memory(rec: Recommendation, view) -> MemoryEstimate | None:
-    """Lower per-connection memory (then MySQL's pool) until the worst case fits BUDGET_SHARE
+    """Lower per-connection memory (then a buffer pool) until the worst case fits BUDGET_SHARE
     of the budget. Each engine fits its own (``Engine.fit_memory``); None: the engine has no
     memory model."""
     budget = fitted_budget(rec.facts.memory_bytes)
@@ -80,149 +50,6 @@ def fit_memory(rec: Recommendation, view) -> MemoryEstimate | None:
                          f"{gib(budget)} budget at the smallest per-connection memory: lower "
                          "max_connections and pool connections (pgbouncer / a thread pool)")
     return est
-
-
-def fit_mysql(rec: Recommendation, view, budget: int) -> None:
-    """MySQL/MariaDB: the per-connection buffers down to the server's defaults, then the pool,
-    then the buffers below their defaults."""
-    est = estimate(rec, view)
-    if est.total_bytes > budget:
-        _scale_mysql_buffers(rec, view, est, budget, at_least_default=True)
-        est = estimate(rec, view)
-    if est.total_bytes > budget:
-        _shrink_pool(rec, view, est, budget)
-        est = estimate(rec, view)
-    if est.total_bytes > budget:
-        _scale_mysql_buffers(rec, view, est, budget, at_least_default=False)
-
-
-def fit_postgres(rec: Recommendation, view, budget: int) -> None:
-    f = rec.facts
-    settings = {s.name: s.value for s in rec.settings}
-    fit = pg_work_mem_to_fit(budget, settings, version=f.version, catalog=view.catalog)
-    current = rec.setting("work_mem")
-    have = int(current.value) * KB if current is not None else None
-    if have is not None and have <= fit:
-        return
-    before = estimate(rec, view)
-    if fit < PG_WORK_MEM_FLOOR and not f.clients and _pg_fewer_connections(rec, view, budget,
-                                                                          before):
-        return
-    if fit < PG_WORK_MEM_FLOOR and _pg_shrink_pool(rec, view, budget, before):
-        return
-    if rec.setting("shared_buffers") is not None:  # the pool may have given some: fit again
-        settings = {s.name: s.value for s in rec.settings}
-        fit = pg_work_mem_to_fit(budget, settings, version=f.version, catalog=view.catalog)
-    put_setting(rec, view, "work_mem", Bytes(fit),
-         f"lowered from {current.text if current else 'the default'} so the worst case fits: "
-         f"{before.describe()} would exceed the {gib(budget)} budget")
-
-
-def _pg_shrink_pool(rec: Recommendation, view, budget: int, before: MemoryEstimate) -> bool:
-    """shared_buffers gives what work_mem at the server's default (4 MB) needs, down to its own
-    default (PG_POOL_FLOOR). True when that fits (work_mem is set to 4 MB); False: the pool
-    went as low as it may and work_mem must go below its default."""
-    pool = rec.setting("shared_buffers")
-    if pool is None:
-        return False
-    settings = {s.name: s.value for s in rec.settings}
-    settings["work_mem"] = Bytes(PG_WORK_MEM_FLOOR)
-    est = worst_case("postgres", settings, version=rec.facts.version, catalog=view.catalog)
-    have = next(p.bytes for p in est.parts if p.name == "shared_buffers")
-    floor = min(have, PG_POOL_FLOOR)
-    want = have - (est.total_bytes - budget)
-    new = max(floor, want // MB * MB)
-    if new < have:
-        put_setting(rec, view, "shared_buffers", Bytes(new),
-             f"lowered from {pool.text} so work_mem keeps the server's 4MB default and "
-             f"{est.connections} connections fit the {gib(budget)} budget (a smaller cache "
-             "costs less than sorts spilling to disk)")
-    if want < floor:
-        return False
-    put_setting(rec, view, "work_mem", Bytes(PG_WORK_MEM_FLOOR),
-         f"the server's default: {before.describe()} would exceed the {gib(budget)} budget; "
-         "shared_buffers gave the rest")
-    return True
-
-
-def _pg_fewer_connections(rec: Recommendation, view, budget: int,
-                          before: MemoryEstimate) -> bool:
-    """work_mem at pgtune's 4 MB floor and max_connections lowered to what the budget holds
-    there (only when the user gave no --clients: the connection count is then ours to pick).
-    False when not even MIN_CONNECTIONS fit (the caller falls back to a smaller work_mem)."""
-    settings = {s.name: s.value for s in rec.settings}
-    settings["work_mem"] = Bytes(PG_WORK_MEM_FLOOR)
-    settings["max_connections"] = 1  # global_bytes does not depend on it
-    est = worst_case("postgres", settings, version=rec.facts.version, catalog=view.catalog)
-    conns = (budget - est.global_bytes) // max(1, est.per_connection_bytes)
-    if conns < MIN_CONNECTIONS:
-        return False
-    was = rec.setting("max_connections")
-    put_setting(rec, view, "work_mem", Bytes(PG_WORK_MEM_FLOOR),
-         f"set to pgtune's 4MB floor (less spills every sort and hash to disk): "
-         f"{before.describe()} would exceed the {gib(budget)} budget")
-    put_setting(rec, view, "max_connections", int(conns),
-         f"lowered from {was.text if was else 'the default'} to what the {gib(budget)} budget "
-         f"holds at work_mem 4MB ({mib(est.per_connection_bytes)} per connection); pass "
-         "--clients to size it yourself, pool connections (pgbouncer) above it")
-    return True
-
-
-def _scale_mysql_buffers(rec: Recommendation, view, est: MemoryEstimate, budget: int, *,
-                         at_least_default: bool) -> None:
-    """Scale the per-connection buffers down together; ``at_least_default``: none below the
-    server's default (the pool gives next), else down to MIN_SCALE of each one's value."""
-    parts = {p.name: p.bytes for p in est.parts if p.per_connection}
-    scalable = sum(parts.get(part, 0) for part in set(MY_SCALABLE.values()))
-    fixed = est.per_connection_bytes - scalable
-    allowed = (budget - est.global_bytes) // max(1, est.connections)
-    if scalable <= 0:
-        return
-    factor = max(MIN_SCALE, min(1.0, (allowed - fixed) / scalable))
-    if factor >= 1.0:
-        return
-    for knob, part in MY_SCALABLE.items():
-        base = parts.get(part)
-        if base is None:
-            continue
-        if knob == "max_heap_table_size" and part not in parts:
-            continue
-        new = max(16 * KB, int(base * factor) // KB * KB)
-        default = _default_bytes(view, knob)
-        why = "with the other per-connection buffers"
-        if at_least_default and default is not None:
-            if base <= default:
-                continue  # at or below the server's default already: the pool gives first
-            if new < default:
-                new, why = default, "to the server's default (the buffer pool gives the rest)"
-        elif default is not None and new < default:
-            why += (", below the server's default: the buffer pool is at its 128 MB floor; "
-                    "pool connections (a thread pool or proxy) to give sorts their memory")
-        put_setting(rec, view, knob, Bytes(new),
-             f"scaled to {new / base:.0%} {why} so {est.connections} connections fit the "
-             f"{gib(budget)} budget (worst case was {gib(est.total_bytes)})")
-
-
-def _default_bytes(view, name: str) -> int | None:
-    """The server's default of a size knob in bytes (None: unknown to the catalog)."""
-    from pmem_advisor.knobs.units import size_bytes
-
-    try:
-        knob = view.knob(name)
-    except UnknownKnobError:
-        return None
-    return size_bytes(knob, getattr(knob, "default", None))
-
-
-def _shrink_pool(rec: Recommendation, view, est: MemoryEstimate, budget: int) -> None:
-    pool_part = next(p.bytes for p in est.parts if p.name == "innodb_buffer_pool_size")
-    overhead = 1.1  # the pool plus InnoDB's ~10% control structures (see rules/memory.py)
-    rest = est.total_bytes - int(pool_part * overhead)
-    new = int((budget - rest) / overhead) // POOL_CHUNK * POOL_CHUNK
-    new = max(POOL_CHUNK, new)
-    put_setting(rec, view, "innodb_buffer_pool_size", Bytes(new),
-         f"lowered from {gib(pool_part)} so the worst case ({gib(est.total_bytes)} with "
-         f"{est.connections} connections) fits the {gib(budget)} budget")
 
 
 def put_setting(rec: Recommendation, view, name: str, value, why: str) -> None:

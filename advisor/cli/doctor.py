@@ -8,7 +8,6 @@ from pmem_advisor.capabilities import (
     EXTRAS,
     Capability,
     extra_capability,
-    install_hint,
     libpmem,
     native_kernel,
     tool_capability,
@@ -16,28 +15,32 @@ from pmem_advisor.capabilities import (
 from pmem_advisor.cli.output import OutputFormat, escape, print_json, print_table
 from pmem_advisor.engines.api import EngineDataError
 from pmem_advisor.engines.registry import broken, get_engine, specs
-from pmem_advisor.instances.discovery import server_status
 
 SCHEMA = "pmem-advisor.doctor/1"
 
 
-def server_capability(engine: str, label: str) -> Capability:
-    """Which server a managed instance of ``engine`` would use (and the others found)."""
-    best, detail, hint = server_status(engine)
-    if best is None:
-        return Capability(label, False, detail, hint)
-    how = ("" if engine != "postgres" or best.source == "embedded" else
-           f"{install_hint('embedded')} for the zero-install PostgreSQL 18")
-    return Capability(label, True, detail, how)
+def server_rows() -> dict[str, Capability]:
+    """The engines whose servers the instances layer finds (``Engine.server_capability``):
+    which server a managed instance would use (and the others found)."""
+    rows = {}
+    for spec in specs():
+        try:
+            row = get_engine(spec.name).server_capability()
+        except (EngineDataError, ImportError):  # engine_capabilities says it is broken
+            continue
+        if row is not None:
+            rows[spec.name] = Capability(*row)
+    return rows
 
 
 def engine_capabilities() -> list[Capability]:
-    """One row per engine (advisor/engines/*/): PostgreSQL and MySQL as their servers, every
-    other engine as "engine NAME" with its binary or package, and the package to install."""
-    rows = [server_capability("postgres", "postgres-server"),
-            server_capability("mysql", "mysql-server")]
+    """One row per engine (advisor/engines/*/): the managed servers (PostgreSQL, MySQL) as
+    "<engine>-server" first, every other engine as "engine NAME" with its binary or package,
+    and the package to install."""
+    servers = server_rows()
+    rows = list(servers.values())
     for spec in specs():
-        if spec.name in ("postgres", "mysql"):
+        if spec.name in servers:
             continue
         label = f"engine {spec.name}"
         try:

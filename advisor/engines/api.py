@@ -414,6 +414,21 @@ class Engine(ABC):
         """Knobs ``tune`` searches when the rules name none."""
         return list(self.spec.tuning.get("default_knobs") or ())
 
+    @property
+    def host_derived_defaults(self) -> bool:
+        """Whether a catalog default may be derived from the host (DuckDB's memory_limit: 80%
+        of its RAM), so a search range capped by the budget need not hold it (YAML
+        ``tuning.host_derived_defaults``, default true; false where the catalog holds the
+        server's own fixed defaults, read from pg_settings or SYSTEM_VARIABLES)."""
+        return bool(self.spec.tuning.get("host_derived_defaults", True))
+
+    # -- doctor ----------------------------------------------------------------------------
+    def server_capability(self) -> tuple[str, bool, str, str] | None:
+        """``doctor``'s row for a managed server the instances layer finds: (label, found,
+        what was found or why not, how to get it or a better one). None: the engine is listed
+        as "engine NAME" with its ``binary_status``."""
+        return None
+
 
 # -- finding an engine by name (the registry answers; the generic layers ask) ---------------
 class EngineLookup(ABC):

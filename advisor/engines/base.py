@@ -3,13 +3,13 @@
 ``api.Engine`` is the contract; ``Engine`` here fills in what most engines share: the knob
 catalog read from knobs/data/<flavour>.yaml, and the shared workloads that list the engine.
 ``ServerEngine`` adds the managed servers of ``advisor/instances`` (discovery, instances, the
-ManagedEvaluator, the worst-case memory of rules/memory.py) for PostgreSQL and MySQL/MariaDB.
+ManagedEvaluator) for PostgreSQL and MySQL/MariaDB; each one's worst-case memory is in its
+package (memory.py).
 Only engine packages import this module; the generic layers know ``api`` alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pmem_advisor.engines import api
@@ -17,12 +17,10 @@ from pmem_advisor.engines.api import KINDS, EngineBinary, EngineDataError, Engin
 from pmem_advisor.errors import UsageError
 from pmem_advisor.instances.discovery import discover_servers, pick_server, server_status
 from pmem_advisor.knobs.catalog import Catalog, build_catalog
-from pmem_advisor.rules.memory import server_worst_case
 from pmem_advisor.tuner import managed
 from pmem_advisor.workloads.registry import all_workloads, workload_class
 
 if TYPE_CHECKING:
-    from pmem_advisor.rules.memory import MemoryEstimate
     from pmem_advisor.tuner.evaluator import Evaluator
 
 __all__ = ["KINDS", "Engine", "EngineBinary", "EngineDataError", "EngineSpec", "ServerEngine"]
@@ -71,6 +69,16 @@ class ServerEngine(Engine):
         best, detail, _ = server_status(self.name)
         return best is not None, detail
 
+    def discovered_capability(self, better: Any = None) -> tuple[str, bool, str, str]:
+        """``server_capability`` from ``instances.server_status``: "<name>-server", the server
+        a managed instance would use, else the install hint; ``better(best)``: how to get a
+        better server than the one found ("" when it is the best)."""
+        best, detail, hint = server_status(self.name)
+        label = f"{self.name}-server"
+        if best is None:
+            return label, False, detail, hint
+        return label, True, detail, better(best) if better else ""
+
     def evaluator(self, request: EvalRequest) -> Evaluator:
         r = request  # managed.ManagedEvaluator looked up now: tests put a fake in its place
         return managed.ManagedEvaluator(r.binary, r.workload, scale=r.scale, clients=r.clients,
@@ -78,8 +86,3 @@ class ServerEngine(Engine):
                                         data_dir=r.data_dir, wal_dir=r.wal_dir,
                                         workdir=r.workdir, catalog=r.catalog, cgroup=r.cgroup)
 
-    def memory(self, settings: Mapping[str, Any], *, flavour: str, version: str | None,
-               catalog: Catalog | None, host_memory_bytes: int | None = None
-               ) -> MemoryEstimate | None:
-        return server_worst_case(self.name, settings, flavour=flavour, version=version,
-                                 catalog=catalog, host_memory_bytes=host_memory_bytes)

@@ -322,6 +322,7 @@ def build_space(
     ruled = list(important) if use_rules and important else []
     fill = [n for n in default_knob_names(engine) if n not in ruled]
     knobs: list[SpaceKnob] = []
+    clip_default = api.get_engine(engine).host_derived_defaults
     for name in [*names, *ruled, *fill]:
         if len(knobs) >= max_knobs or (name in fill and ruled and len(knobs) >= fill_to):
             break
@@ -335,7 +336,7 @@ def build_space(
             continue
         prior = priors.get(name, rule_settings.get(name)) if use_rules else None
         k = _space_knob(spec, bounds.get(name), prior, limits, allow_unsafe,
-                        clip_default=engine not in ("postgres", "mysql"))
+                        clip_default=clip_default)
         if k is not None:
             knobs.append(k)
     if not knobs:

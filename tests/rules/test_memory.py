@@ -2,12 +2,12 @@
 
 import pytest
 
+from pmem_advisor.engines.postgres.memory import pg_work_mem_to_fit
 from pmem_advisor.errors import UsageError
 from pmem_advisor.rules.memory import (
     GB,
     KB,
     MB,
-    pg_work_mem_to_fit,
     worst_case,
 )
 from pmem_advisor.rules.model import Bytes

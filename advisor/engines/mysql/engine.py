@@ -1,6 +1,7 @@
 """MySQL and MariaDB on the Engine interface: its config (emit.py, parse.py), baseline
-(baseline.py) and managed instance (instance.py) beside this file; the managed-server
-machinery it shares with PostgreSQL is ``engines.base.ServerEngine``."""
+(baseline.py), managed instance (instance.py) and worst-case memory and its fit (memory.py)
+beside this file; the managed-server machinery it shares with PostgreSQL
+is ``engines.base.ServerEngine``."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from pmem_advisor.engines.base import ServerEngine
 from pmem_advisor.engines.mysql.baseline import MysqlBaseline
 from pmem_advisor.engines.mysql.emit import emit_mycnf
 from pmem_advisor.engines.mysql.instance import MySQLInstance
+from pmem_advisor.engines.mysql.memory import fit_mysql, mysql_worst_case
 from pmem_advisor.engines.mysql.parse import parse_mycnf_text
 from pmem_advisor.errors import UsageError
 from pmem_advisor.knobs.emit import Header
 from pmem_advisor.knobs.version import parse_version
-from pmem_advisor.rules.fit import fit_mysql
 
 BASELINE = (MysqlBaseline(),)
 
@@ -42,5 +43,14 @@ class MysqlEngine(ServerEngine):
     def baseline_rules(self) -> tuple[Any, ...]:
         return BASELINE
 
+    def memory(self, settings, *, flavour, version, catalog, host_memory_bytes=None):
+        if catalog is None:
+            catalog = self.catalog(flavour, version)
+        return mysql_worst_case(settings, flavour=flavour, version=version, catalog=catalog,
+                                host_memory_bytes=host_memory_bytes)
+
     def fit_memory(self, rec: Any, view: Any, budget_bytes: int) -> None:
         fit_mysql(rec, view, budget_bytes)
+
+    def server_capability(self) -> tuple[str, bool, str, str]:
+        return self.discovered_capability()

@@ -1,19 +1,21 @@
 """PostgreSQL on the Engine interface: its config (emit.py, parse.py), baseline (baseline.py),
-managed instance (instance.py) and pgbench workloads (pgbench.py) beside this file; the
-managed-server machinery it shares with MySQL is ``engines.base.ServerEngine``."""
+managed instance (instance.py), worst-case memory and its fit (memory.py) and pgbench
+workloads (pgbench.py) beside this file; the managed-server machinery it shares with MySQL
+is ``engines.base.ServerEngine``."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pmem_advisor.capabilities import install_hint
 from pmem_advisor.engines.base import ServerEngine
 from pmem_advisor.engines.postgres.baseline import PostgresBaseline
 from pmem_advisor.engines.postgres.emit import emit_postgresql_conf
 from pmem_advisor.engines.postgres.instance import PostgresInstance
+from pmem_advisor.engines.postgres.memory import fit_postgres, postgres_worst_case
 from pmem_advisor.engines.postgres.parse import parse_postgresql_text
 from pmem_advisor.engines.postgres.pgbench import PgbenchCustom, PgbenchTpcb
 from pmem_advisor.knobs.emit import Header
-from pmem_advisor.rules.fit import fit_postgres
 
 BASELINE = (PostgresBaseline(),)
 
@@ -31,8 +33,18 @@ class PostgresEngine(ServerEngine):
     def baseline_rules(self) -> tuple[Any, ...]:
         return BASELINE
 
+    def memory(self, settings, *, flavour, version, catalog, host_memory_bytes=None):
+        if catalog is None:
+            catalog = self.catalog(flavour, version)
+        return postgres_worst_case(settings, flavour=flavour, version=version, catalog=catalog)
+
     def fit_memory(self, rec: Any, view: Any, budget_bytes: int) -> None:
         fit_postgres(rec, view, budget_bytes)
+
+    def server_capability(self) -> tuple[str, bool, str, str]:
+        return self.discovered_capability(
+            lambda best: "" if best.source == "embedded" else
+            f"{install_hint('embedded')} for the zero-install PostgreSQL 18")
 
     def own_workloads(self) -> dict[str, Any]:
         return {"pgbench-tpcb": PgbenchTpcb, "pgbench-custom": PgbenchCustom}

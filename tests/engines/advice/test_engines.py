@@ -18,7 +18,7 @@ from pmem_advisor.errors import EXIT_USAGE, UsageError
 from pmem_advisor.rules import build_facts, recommend
 from pmem_advisor.rules.catalog.PM080_advice_conditions_differ import namespace_mounts
 
-GOLDEN = Path(__file__).resolve().parents[1] / "probes" / "golden"
+GOLDEN = Path(__file__).resolve().parents[2] / "probes" / "golden"
 ENGINES = ("sqlserver", "opengauss_mot", "hyrise", "voltdb")
 PMEM_MACHINE = "interleaved-2s-fsdax"  # 2 sockets, fsdax pmem0/pmem1 mounted with DAX
 PLAIN_MACHINE = "this-vm"  # 1 socket, no PMEM, no CXL

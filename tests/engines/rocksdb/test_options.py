@@ -91,7 +91,7 @@ def test_round_trip(catalog):
 
 def test_parser_reads_rocksdb_own_file(catalog):
     """An OPTIONS file as RocksDB writes it: unknown options are RocksDB's, ours checked."""
-    text = (Path(__file__).parent / "test_rocksdb_data" / "OPTIONS-7.8.3.ini").read_text()
+    text = (Path(__file__).parent / "data" / "OPTIONS-7.8.3.ini").read_text()
     parsed = parse_options(text, "OPTIONS-000007", catalog=catalog)
     assert parsed["max_background_jobs"] == "2"
     assert parsed["write_buffer_size"] == str(64 << 20)

@@ -1,5 +1,5 @@
 """Tarantool engine without a server: the box.cfg catalog, Lua emitter <-> parser, risky
-values, the worst-case memory and the baseline (the live tests are test_tarantool_live.py)."""
+values, the worst-case memory and the baseline (the live tests are test_live.py)."""
 
 from __future__ import annotations
 

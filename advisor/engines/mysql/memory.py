@@ -1,0 +1,211 @@
+"""MySQL's and MariaDB's worst-case memory and its fit into the RAM budget (``Engine.memory``
+and ``Engine.fit_memory``; the estimate's shape and the budget share are rules/memory.py's).
+
+The worst case: global buffers + per-connection buffers x max_connections. The assumption that
+is a choice, not a manual fact, is a module constant:
+
+- ``JOIN_BUFFERS``: MySQL allocates one join buffer per table joined without an index; one per
+  query is the common case the manual's examples size for.
+
+Not counted (small or not bounded by a knob): net buffers (grow to max_allowed_packet), the
+table cache and the performance_schema. The output says so in ``assumptions``.
+
+The fit: the per-connection buffers (sort, join, read, read_rnd, in-memory temporary tables)
+are scaled down together to the server's defaults; then the buffer pool gives, down to one
+128 MB chunk; only then the buffers go below their defaults, at most to a quarter.
+Per-session buffers below the server's defaults spill ordinary sorts and joins to disk, while
+a smaller pool only caches less: the pool gives first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pmem_advisor.errors import UnknownKnobError
+from pmem_advisor.knobs import units
+from pmem_advisor.knobs.version import parse_version
+from pmem_advisor.rules.fit import estimate, put_setting
+from pmem_advisor.rules.memory import (
+    GB,
+    KB,
+    MB,
+    KnobReader,
+    MemoryEstimate,
+    MemoryPart,
+    gib,
+)
+from pmem_advisor.rules.model import Bytes
+from pmem_advisor.rules.result import Recommendation
+
+ENGINE = "mysql"
+JOIN_BUFFERS = 1  # one join buffer per query (one table joined without an index)
+
+# Defaults of knobs the catalogs do not list, from the servers' manuals (bytes).
+# Version differences are resolved in _fallback_default.
+FALLBACK = {
+    "mysql": {"key_buffer_size": 8 * MB, "thread_stack": 1 * MB, "binlog_cache_size": 32 * KB,
+              "temptable_max_ram": 1 * GB},
+    "mariadb": {"key_buffer_size": 128 * MB, "thread_stack": 299008,
+                "binlog_cache_size": 32 * KB, "aria_pagecache_buffer_size": 128 * MB,
+                "query_cache_size": 1 * MB},
+}
+
+ASSUMPTIONS = (f"each connection runs one query with one sort, {JOIN_BUFFERS} join buffer, "
+               "both read buffers and one in-memory temporary table at once",
+               "not counted: net buffers (up to max_allowed_packet), table cache, "
+               "performance_schema")
+
+# Per-connection buffers we may shrink, and the part of the estimate each one feeds.
+MY_SCALABLE = {"sort_buffer_size": "sort_buffer_size", "join_buffer_size": "join_buffer_size",
+               "read_buffer_size": "read_buffer_size",
+               "read_rnd_buffer_size": "read_rnd_buffer_size",
+               "tmp_table_size": "tmp tables", "max_heap_table_size": "tmp tables"}
+MIN_SCALE = 0.25  # below a quarter of the defaults queries spill to disk for ordinary sorts
+POOL_CHUNK = 128 * MB  # InnoDB rounds the pool to chunk x instances; 128 MB is the default chunk
+
+
+# ------------------------------------------------------------------ the estimate
+def mysql_worst_case(settings: Mapping[str, Any], *, flavour: str, version: str | None,
+                     catalog, host_memory_bytes: int | None = None) -> MemoryEstimate:
+    """Global buffers + per-connection buffers x max_connections (see ASSUMPTIONS); knobs not
+    given take the catalog's default for that flavour/version. ``host_memory_bytes`` sizes
+    MySQL 8.4's temptable_max_ram default (3% of RAM, 1-4 GB)."""
+    settings = dict(settings)
+    if (flavour == "mysql" and host_memory_bytes and "temptable_max_ram" not in settings
+            and (version is None or parse_version(version, pad=True) >= (8, 4))):
+        settings["temptable_max_ram"] = min(max(host_memory_bytes * 3 // 100, 1 * GB), 4 * GB)
+    r = KnobReader(flavour, version, settings, catalog,
+                   fallback=lambda name: _fallback_default(flavour, version, name),
+                   parse_loose=_parse_loose, key=lambda k: k.lower().replace("-", "_"))
+    parts = _parts(r)
+    return MemoryEstimate.from_parts(ENGINE, parts, int(r.value("max_connections")), ASSUMPTIONS)
+
+
+def _fallback_default(flavour: str, version: str | None, name: str) -> float:
+    v = parse_version(version, pad=True) if version else (99,)
+    if flavour == "mysql" and name == "temptable_max_ram" and v >= (8, 4):
+        return 1 * GB  # 8.4: 3% of RAM clamped to 1-4 GB (mysql_worst_case's host_memory_bytes)
+    table = FALLBACK.get("mariadb" if flavour == "mariadb" else ENGINE, {})
+    if name in table:
+        return float(table[name])
+    return 0.0
+
+
+def _parse_loose(text: str) -> float | None:
+    """Text for a knob the catalog lacks, with MySQL's suffixes (sizes in bytes)."""
+    return units.my_number(text)
+
+
+def _parts(r: KnobReader) -> list[MemoryPart]:
+    mariadb = r.flavour == "mariadb"
+    pool = int(r.value("innodb_buffer_pool_size"))
+    parts = [
+        MemoryPart("innodb_buffer_pool_size", pool, False, "InnoDB buffer pool, allocated at "
+                   "start"),
+        MemoryPart("buffer pool control structures", pool // 10, False,
+                   "MariaDB KB (InnoDB buffer pool): about 10% more than the pool for control "
+                   "structures and buffers"),
+        MemoryPart("innodb_log_buffer_size", int(r.value("innodb_log_buffer_size")), False,
+                   "redo log buffer"),
+        MemoryPart("key_buffer_size", int(r.value("key_buffer_size")), False,
+                   "MyISAM index cache (system tables, temporary MyISAM tables)"),
+    ]
+    if mariadb:
+        parts += [
+            MemoryPart("aria_pagecache_buffer_size", int(r.value("aria_pagecache_buffer_size")),
+                       False, "Aria page cache: MariaDB's internal on-disk temporary tables"),
+            MemoryPart("query_cache_size", int(r.value("query_cache_size")), False,
+                       "query cache (allocated even when query_cache_type=OFF)"),
+            MemoryPart("tmp tables", int(min(r.value("tmp_table_size"),
+                                             r.value("max_heap_table_size"))), True,
+                       "one in-memory temporary table: min(tmp_table_size, max_heap_table_size)"),
+        ]
+    else:
+        parts.append(MemoryPart("temptable_max_ram", int(r.value("temptable_max_ram")), False,
+                                "TempTable engine: all in-memory internal temporary tables "
+                                "together (8.0+)", static=False))
+    parts += [
+        MemoryPart("sort_buffer_size", int(r.value("sort_buffer_size")), True, "one sort"),
+        MemoryPart("join_buffer_size", JOIN_BUFFERS * int(r.value("join_buffer_size")), True,
+                   f"{JOIN_BUFFERS} join buffer (one per table joined without an index)"),
+        MemoryPart("read_buffer_size", int(r.value("read_buffer_size")), True,
+                   "sequential scan buffer"),
+        MemoryPart("read_rnd_buffer_size", int(r.value("read_rnd_buffer_size")), True,
+                   "sorted-order row reads (MRR)"),
+        MemoryPart("thread_stack", int(r.value("thread_stack")), True, "each connection's "
+                   "thread stack"),
+        MemoryPart("binlog_cache_size", int(r.value("binlog_cache_size")), True,
+                   "transaction's binary log cache"),
+    ]
+    return parts
+
+
+# ------------------------------------------------------------------ the fit
+def fit_mysql(rec: Recommendation, view, budget: int) -> None:
+    """MySQL/MariaDB: the per-connection buffers down to the server's defaults, then the pool,
+    then the buffers below their defaults."""
+    est = estimate(rec, view)
+    if est.total_bytes > budget:
+        _scale_mysql_buffers(rec, view, est, budget, at_least_default=True)
+        est = estimate(rec, view)
+    if est.total_bytes > budget:
+        _shrink_pool(rec, view, est, budget)
+        est = estimate(rec, view)
+    if est.total_bytes > budget:
+        _scale_mysql_buffers(rec, view, est, budget, at_least_default=False)
+
+
+def _scale_mysql_buffers(rec: Recommendation, view, est: MemoryEstimate, budget: int, *,
+                         at_least_default: bool) -> None:
+    """Scale the per-connection buffers down together; ``at_least_default``: none below the
+    server's default (the pool gives next), else down to MIN_SCALE of each one's value."""
+    parts = {p.name: p.bytes for p in est.parts if p.per_connection}
+    scalable = sum(parts.get(part, 0) for part in set(MY_SCALABLE.values()))
+    fixed = est.per_connection_bytes - scalable
+    allowed = (budget - est.global_bytes) // max(1, est.connections)
+    if scalable <= 0:
+        return
+    factor = max(MIN_SCALE, min(1.0, (allowed - fixed) / scalable))
+    if factor >= 1.0:
+        return
+    for knob, part in MY_SCALABLE.items():
+        base = parts.get(part)
+        if base is None:
+            continue
+        if knob == "max_heap_table_size" and part not in parts:
+            continue
+        new = max(16 * KB, int(base * factor) // KB * KB)
+        default = _default_bytes(view, knob)
+        why = "with the other per-connection buffers"
+        if at_least_default and default is not None:
+            if base <= default:
+                continue  # at or below the server's default already: the pool gives first
+            if new < default:
+                new, why = default, "to the server's default (the buffer pool gives the rest)"
+        elif default is not None and new < default:
+            why += (", below the server's default: the buffer pool is at its 128 MB floor; "
+                    "pool connections (a thread pool or proxy) to give sorts their memory")
+        put_setting(rec, view, knob, Bytes(new),
+             f"scaled to {new / base:.0%} {why} so {est.connections} connections fit the "
+             f"{gib(budget)} budget (worst case was {gib(est.total_bytes)})")
+
+
+def _default_bytes(view, name: str) -> int | None:
+    """The server's default of a size knob in bytes (None: unknown to the catalog)."""
+    try:
+        knob = view.knob(name)
+    except UnknownKnobError:
+        return None
+    return units.size_bytes(knob, getattr(knob, "default", None))
+
+
+def _shrink_pool(rec: Recommendation, view, est: MemoryEstimate, budget: int) -> None:
+    pool_part = next(p.bytes for p in est.parts if p.name == "innodb_buffer_pool_size")
+    overhead = 1.1  # the pool plus InnoDB's ~10% control structures (see _parts)
+    rest = est.total_bytes - int(pool_part * overhead)
+    new = int((budget - rest) / overhead) // POOL_CHUNK * POOL_CHUNK
+    new = max(POOL_CHUNK, new)
+    put_setting(rec, view, "innodb_buffer_pool_size", Bytes(new),
+         f"lowered from {gib(pool_part)} so the worst case ({gib(est.total_bytes)} with "
+         f"{est.connections} connections) fits the {gib(budget)} budget")
