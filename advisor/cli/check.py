@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 import typer
 
-from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
+from pmem_advisor.cli.output import EMULATION_NOTE, console, format_option, out, print_json
 from pmem_advisor.cli.recommend import (
     check_memory_fits_host,
     installed_version,
@@ -359,7 +359,7 @@ def check_cmd(
     profile: str | None = typer.Option(None, "--profile", help="A probe profile (JSON)."),
     root: str | None = typer.Option(None, "--root", help="Probe a machine tree below DIR."),
     db: str | None = typer.Option(None, "--db", help=engine_help()),
-    version: str | None = typer.Option(None, "--version",
+    version: str | None = typer.Option(None, "--version", "--server-version",
                                        help="Target server version (default: the installed)."),
     config: str | None = typer.Option(None, "--config", help="A config file to check."),
     dsn: str | None = typer.Option(None, "--dsn", help="A running server to check (its "
@@ -381,7 +381,7 @@ def check_cmd(
                                  help="oltp, olap, mixed or kv: for the rules and --diff."),
     allow_unsafe: bool = typer.Option(False, "--allow-unsafe",
                                       help="Durability risks are warnings, not failures."),
-    fmt: str = typer.Option("text", "--format", help="text, json or junit."),
+    fmt: str = format_option(FORMATS),
     json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
     fail_on: str = typer.Option("fail", "--fail-on", help="warn or fail: exit 1 from here."),
 ) -> None:
@@ -391,8 +391,6 @@ def check_cmd(
     from pmem_advisor.rules.checks import build_input, run_checks
     from pmem_advisor.rules.model import severity_rank
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format {fmt!r}: use text, json or junit")
     if json_out:  # the alias every other command has
         if fmt not in ("text", "json"):
             raise UsageError(f"--json and --format {fmt} contradict each other: give one")

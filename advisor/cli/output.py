@@ -35,11 +35,43 @@ VERBOSITY = 1
 
 
 class OutputFormat(enum.StrEnum):
-    """What ``--format`` accepts: a table (rich on a terminal, plain when piped), tsv, json."""
+    """What ``--format`` accepts where a table is printed: a table (rich on a terminal, plain
+    when piped), tsv, json."""
 
-    text = "text"
+    table = "table"
     tsv = "tsv"
     json = "json"
+
+
+TABLE_FORMATS = ("table", "tsv", "json")
+# Spellings kept from earlier releases: a script that said --format text still works.
+FORMAT_ALIASES = {"text": "table"}
+
+
+def format_option(formats: Sequence[str] = TABLE_FORMATS, *, help: str | None = None) -> Any:
+    """The one ``--format`` option: the first of ``formats`` is the default; a format the
+    command does not print is bad usage (exit 2) naming the ones it does."""
+    import typer
+
+    def check(value: str) -> str:
+        chosen = FORMAT_ALIASES.get(value, value) if FORMAT_ALIASES.get(value) in formats \
+            else value
+        if chosen not in formats:
+            raise typer.BadParameter(f"{value!r} is not a format of this command; it prints "
+                                     f"{', '.join(formats)}")
+        return chosen
+
+    default_help = {"table": "table: a table (one row per line, never wrapped, when piped)",
+                    "tsv": "tsv: tab-separated with a header line", "json": "json: JSON",
+                    "text": "text: lines a person reads", "junit": "junit: JUnit XML for CI",
+                    "conf": "conf: the config file", "sql": "sql: statements that apply it"}
+    return typer.Option(formats[0], "--format", metavar="|".join(formats), callback=check,
+                        help=help or "; ".join(default_help.get(f, f) for f in formats) + ".")
+
+
+def chosen_format(fmt: str, json_out: bool = False) -> str:
+    """``--json`` is short for ``--format json``."""
+    return "json" if json_out else fmt
 
 
 def set_verbosity(level: int) -> None:
@@ -96,7 +128,7 @@ def print_table(
     rows: Iterable[Sequence[Any]],
     *,
     title: str | None = None,
-    fmt: OutputFormat | str = OutputFormat.text,
+    fmt: OutputFormat | str = OutputFormat.table,
 ) -> None:
     """Rows on stdout: a rich table on a terminal; piped, one row per line that never wraps.
 
@@ -104,7 +136,7 @@ def print_table(
     spaces). Cells may hold rich markup; it is stripped outside the terminal. The title goes
     to stderr when the output is not a rich table, so stdout holds only the rows.
     """
-    fmt = OutputFormat(fmt)
+    fmt = OutputFormat(FORMAT_ALIASES.get(str(fmt), str(fmt)))
     rows = [list(r) for r in rows]
     if fmt is OutputFormat.tsv:
         if title:
@@ -155,7 +187,8 @@ EMULATION_NOTE = (
 )
 
 __all__ = [
-    "EMULATION_NOTE", "OutputFormat", "console", "detail", "escape", "note", "out",
+    "EMULATION_NOTE", "FORMAT_ALIASES", "OutputFormat", "TABLE_FORMATS", "chosen_format",
+    "console", "format_option", "detail", "escape", "note", "out",
     "plain_text", "print_json", "print_table", "progress", "set_verbosity", "stamp",
     "stdout_is_terminal", "warn",
 ]
