@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+
 from pmem_advisor.cli.knobs import resolve_engine, resolve_target
 from pmem_advisor.cli.output import (
     chosen_format,

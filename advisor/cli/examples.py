@@ -56,7 +56,8 @@ EXAMPLES: dict[str, list[str]] = {
         "pmem-advisor config parse /etc/postgresql/15/main/postgresql.conf",
     ],
     "config render": [
-        "pmem-advisor config render postgres --set work_mem=64MB --set log_min_duration_statement=250ms",
+        "pmem-advisor config render postgres --set work_mem=64MB "
+        "--set log_min_duration_statement=250ms",
         "pmem-advisor config render mariadb --set innodb_buffer_pool_size=8G --out pmem.cnf",
     ],
     "config parse": [

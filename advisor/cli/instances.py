@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import typer
+
 from pmem_advisor.cli.output import (
     chosen_format,
     console,
@@ -70,8 +71,8 @@ def reap_cmd(
     dead instance's marker are removed, and only its own server processes are signalled."""
     notes: list[str] = []
     reaped = registry.reap_stale(notes)
-    for note in notes:
-        console.print(f"note: {note}")
+    for line in notes:
+        console.print(f"note: {line}", markup=False)
     if chosen_format(fmt, json_out) == "json":
         print_json([r.id for r in reaped], "pmem-advisor.instances-reaped/1", key="reaped")
         return

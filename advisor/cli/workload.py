@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import typer
+
 from pmem_advisor.cli.output import (
     EMULATION_NOTE,
     chosen_format,
