@@ -188,3 +188,99 @@ def header_lines(header: Header, catalog: Catalog, kind: str, comment: str = "#"
 def checked(text: str) -> str:
     """UsageError when the text holds a control character (see ``_checked``); the text."""
     return _checked(text)
+
+
+# ---------------------------------------------------------------- SQL statements
+@dataclass(frozen=True)
+class Statement:
+    """How one setting is applied from a client: the statement (None when SQL cannot set it)
+    and what makes it take effect, from the catalog's scope."""
+
+    name: str
+    sql: str | None
+    applies: str  # what to say in the comment: "reload applies it", "restart applies it", ...
+    restart: bool
+    config_line: str | None = None  # my.cnf line it also needs (MariaDB: SET GLOBAL is lost)
+
+
+def sql_literal(knob: Knob, value: Any) -> str:
+    """The value as an SQL literal of the knob's server: PostgreSQL takes every setting as a
+    string in its own units ('1GB'); MySQL/MariaDB want bare numbers in base units (bytes),
+    ON/OFF for switches and quoted text for the rest."""
+    if knob.engine == "postgres":
+        return quote(knob.render(value))
+    if knob.type == "bool":
+        return "ON" if bool(value) else "OFF"
+    if knob.type in ("int", "size", "duration"):
+        return str(int(value))
+    if knob.type == "real":
+        return knob.render(value)
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def sql_statement(knob: Knob, value: Any, flavour: str, version: str | None) -> Statement:
+    """The statement that sets ``knob`` to ``value`` on a running server: ALTER SYSTEM
+    (PostgreSQL), SET PERSIST / SET PERSIST_ONLY (MySQL 8), SET GLOBAL plus the my.cnf line
+    (MariaDB, which has no persisted variables)."""
+    from pmem_advisor.knobs.version import parse_version
+
+    restart = knob.scope in ("restart", "reinit", "compile")
+    if knob.scope in ("reinit", "compile") or not knob.config_file:
+        how = one_line(knob.init_option or "set when the data directory is created")
+        return Statement(knob.name, None, f"not settable by SQL: {how}", True)
+    lit = sql_literal(knob, value)
+    if knob.engine == "postgres":
+        return Statement(knob.name, f"ALTER SYSTEM SET {knob.name} = {lit};",
+                         "restart applies it" if restart else
+                         "reload applies it (SELECT pg_reload_conf())", restart)
+    line = f"{knob.name} = {quote_value(knob.render(value))}"
+    if flavour == "mysql" and parse_version(version or "8.4")[0] >= 8:
+        if restart:
+            return Statement(knob.name, f"SET PERSIST_ONLY {knob.name} = {lit};",
+                             "restart applies it (persisted in mysqld-auto.cnf)", True)
+        return Statement(knob.name, f"SET PERSIST {knob.name} = {lit};",
+                         "applies now, kept across restarts", False)
+    if restart:  # read-only while the server runs: only the option file sets it
+        return Statement(knob.name, None, "restart-only: the my.cnf line below, then restart",
+                         True, line)
+    return Statement(knob.name, f"SET GLOBAL {knob.name} = {lit};",
+                     "applies now; lost at restart unless the my.cnf line below is kept",
+                     False, line)
+
+
+def emit_sql(engine: str, settings: list[Setting], header: Header = Header(), *,
+             catalog: Catalog | None = None) -> EmittedConfig:
+    """SQL a DBA pipes into psql / mysql / mariadb: one statement per setting, each with a
+    comment saying what applies it; MariaDB's my.cnf lines (for after a restart) follow as
+    comments to copy into [mysqld]."""
+    if engine not in ("postgres", "mysql"):
+        raise UsageError(f"--format sql is for PostgreSQL, MySQL and MariaDB, not {engine}",
+                         hint="use --format conf for this engine's own file")
+    catalog = _catalog_for(engine, header, catalog)
+    resolved, warnings = resolve_settings(settings, catalog)
+    flavour = catalog.flavour
+    lines = header_lines(header, catalog, "SQL", comment="--") + [""]
+    statements = [(sql_statement(knob, value, flavour, header.version or catalog.version),
+                   reason) for knob, value, reason in resolved]
+    for st, reason in statements:
+        why = one_line(reason) or "requested"
+        if st.sql is None:
+            lines.append(f"-- {st.name}: {st.applies}  -- {why}")
+            continue
+        lines.append(f"{st.sql}  -- {st.applies}; {why}")
+    if engine == "postgres":
+        lines += ["SELECT pg_reload_conf();  -- applies the reloadable settings now"]
+        restart = [st.name for st, _ in statements if st.restart and st.sql]
+        if restart:
+            lines.append(f"-- then restart the server for: {', '.join(restart)}")
+    cnf = [(st, reason) for st, reason in statements if st.config_line]
+    if cnf:
+        lines += ["", "-- my.cnf: SET GLOBAL does not survive a restart; put these lines in",
+                  "-- [mysqld] of an option file the server reads (restart-only ones take "
+                  "effect at the next restart):", "-- [mysqld]"]
+        lines += [f"-- {st.config_line}" + ("  # restart-only" if st.restart else "")
+                  for st, _ in cnf]
+        restart = [st.name for st, _ in cnf if st.restart]
+        if restart:
+            lines.append(f"-- then restart the server for: {', '.join(restart)}")
+    return EmittedConfig(_checked("\n".join(lines) + "\n"), warnings, resolved)

@@ -134,6 +134,9 @@ def _pg_fewer_connections(rec: Recommendation, view, budget: int,
     return True
 
 
+BUFFER_BLOCK = 16 * KB
+
+
 def _scale_mysql_buffers(rec: Recommendation, view, est: MemoryEstimate, budget: int) -> None:
     parts = {p.name: p.bytes for p in est.parts if p.per_connection}
     scalable = sum(parts.get(part, 0) for part in set(MY_SCALABLE.values()))
@@ -150,7 +153,10 @@ def _scale_mysql_buffers(rec: Recommendation, view, est: MemoryEstimate, budget:
             continue
         if knob == "max_heap_table_size" and part not in parts:
             continue
-        new = max(16 * KB, int(base * factor) // KB * KB)
+        # a whole number of 16 KiB: the server rounds these buffers to its block size (MariaDB
+        # keeps tmp_table_size/max_heap_table_size in 16 KiB steps, read buffers in 4 KiB);
+        # a value it would round is not the value it runs with (seen applying the SQL output)
+        new = max(BUFFER_BLOCK, int(base * factor) // BUFFER_BLOCK * BUFFER_BLOCK)
         _put(rec, view, knob, Bytes(new),
              f"scaled to {factor:.0%} with the other per-connection buffers so "
              f"{est.connections} connections fit the {gib(budget)} budget "

@@ -300,9 +300,7 @@ def junit(findings, fail_on: str, *, name: str = "pmem-advisor check",
 def server_diff(rec, settings: dict, catalog, flavour: str, version: str | None) -> list[dict]:
     """What ``recommend`` would change on the running server, with the statement that sets it
     and whether a restart is needed (the catalog's scope)."""
-    from pmem_advisor.knobs.parse_mycnf import quote_value
-    from pmem_advisor.knobs.parse_pg import quote
-    from pmem_advisor.knobs.version import parse_version
+    from pmem_advisor.knobs.emit import sql_statement
 
     rows = []
     for s in rec.settings:
@@ -318,26 +316,18 @@ def server_diff(rec, settings: dict, catalog, flavour: str, version: str | None)
             same = False
         if same:
             continue
-        restart = knob.scope in ("restart", "reinit", "compile")
-        if knob.scope in ("reinit", "compile"):
-            sql, how = None, knob.init_option or "re-initialise the data directory"
+        st = sql_statement(knob, s.value, flavour, version)  # the one SQL emitter's statement
+        restart, sql = st.restart, st.sql
+        if st.sql is None and not st.config_line:
+            how = knob.init_option or "re-initialise the data directory"
         elif flavour == "postgresql":
-            sql = f"ALTER SYSTEM SET {s.name} = {quote(s.text)};"
             how = "restart the server" if restart else "SELECT pg_reload_conf();"
+        elif st.config_line is None:  # MySQL 8: persisted by the server itself
+            how = "restart the server" if restart else "takes effect now, kept on restart"
         else:
-            value = s.value
-            lit = (str(int(value)) if isinstance(value, bool) else str(value)
-                   if isinstance(value, int | float) else "'" + str(value).replace("'", "''")
-                   + "'")
-            cnf = f"[mysqld] {s.name} = {quote_value(s.text)}"
-            if flavour == "mysql" and parse_version(version or "8.0")[0] >= 8:
-                sql = (f"SET PERSIST_ONLY {s.name} = {lit};" if restart
-                       else f"SET PERSIST {s.name} = {lit};")
-                how = "restart the server" if restart else "takes effect now, kept on restart"
-            else:
-                sql = None if restart else f"SET GLOBAL {s.name} = {lit};"
-                how = (f"add to my.cnf: {cnf}; restart the server" if restart
-                       else f"also add to my.cnf (SET GLOBAL is lost at restart): {cnf}")
+            cnf = f"[mysqld] {st.config_line}"
+            how = (f"add to my.cnf: {cnf}; restart the server" if restart
+                   else f"also add to my.cnf (SET GLOBAL is lost at restart): {cnf}")
         rows.append({"name": s.name, "running": knob.render(knob.parse(now, check_range=False))
                      if _parses(knob, now) else now, "recommended": s.text,
                      "restart": restart, "statement": sql, "then": how, "rule": s.rule,

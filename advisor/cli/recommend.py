@@ -10,7 +10,9 @@ from rich.markup import escape
 
 from pmem_advisor.cli.output import (
     EMULATION_NOTE,
+    chosen_format,
     console,
+    format_option,
     note,
     out,
     print_json,
@@ -144,9 +146,10 @@ def build_recommendation(engine: str, *, profile=None, root=None, version=None, 
     return rec
 
 
-def emit(rec) -> str:
-    """The config text through the knobs emitters, every line with its rule and reason."""
-    from pmem_advisor.knobs.emit import Header, Setting, emit_config
+def emit(rec, fmt: str = "conf") -> str:
+    """The config text (``conf``) or the statements that apply it (``sql``) through the
+    knobs emitters, every line with its rule and reason."""
+    from pmem_advisor.knobs.emit import Header, Setting, emit_config, emit_sql
 
     f = rec.facts
     notes = list(rec.header_notes())
@@ -160,14 +163,20 @@ def emit(rec) -> str:
                     notes=tuple(notes), steps=tuple(rec.os_steps), findings=tuple(rec.findings))
     settings = [Setting(s.name, s.value, f"{s.rule} [{', '.join(s.insights)}] {s.reason}"
                         if s.insights else f"{s.rule}: {s.reason}") for s in rec.settings]
+    if fmt == "sql":
+        return emit_sql(f.engine, settings, header).text
     return emit_config(f.engine, settings, header).text
+
+
+FORMATS = ("table", "tsv", "conf", "sql", "json")
 
 
 def recommend_cmd(
     engine: str = typer.Argument(..., help=engine_help()),
     profile: str | None = typer.Option(None, "--profile", help="A probe profile (JSON)."),
     root: str | None = typer.Option(None, "--root", help="Probe a machine tree below DIR."),
-    version: str | None = typer.Option(None, "--version", help="Server version (18, 8.0.36)."),
+    version: str | None = typer.Option(None, "--version", "--server-version",
+                                       help="Server version (18, 8.0.36)."),
     workload: str = typer.Option("oltp", "--workload", help="oltp, olap, mixed or kv."),
     memory: str | None = typer.Option(None, "--memory", help="RAM for the server, e.g. 24G."),
     cpus: int | None = typer.Option(None, "--cpus", help="CPUs the server may use."),
@@ -184,7 +193,12 @@ def recommend_cmd(
         False, "--interleave-cpuless",
         help="When interleaving memory, include CPU-less nodes (CXL, kmem PMEM) too."),
     out_file: str | None = typer.Option(None, "--out", help="Write the config file here."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    fmt: str = format_option(FORMATS, help="table: knob, value, default, why, source (one "
+                             "row per line when piped); tsv; conf: the config file as --out "
+                             "writes it; sql: ALTER SYSTEM (PostgreSQL), SET PERSIST (MySQL 8) "
+                             "or SET GLOBAL and my.cnf lines (MariaDB), each saying whether a "
+                             "reload or a restart applies it; json."),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """Recommend a config from the papers' rules, each line with its reason and source."""
     rec = build_recommendation(engine, profile=profile, root=root, version=version,
@@ -197,15 +211,22 @@ def recommend_cmd(
             console.print(f"kept the previous {out_file} as {backup}")
     if rec.emulated:
         console.print(EMULATION_NOTE)
-    if json_out:
+    fmt = chosen_format(fmt, json_out)
+    if fmt == "json":
         print_json(rec.to_json(), "pmem-advisor.recommend/1")
         return
-    _print_table(rec)
+    if fmt in ("conf", "sql"):
+        out.file.write(emit(rec, fmt))
+        out.file.flush()
+        for n in rec.notes:
+            note(f"note: {escape(n)}")
+        return
+    _print_table(rec, fmt)
     if out_file:
         console.print(f"wrote {out_file}")
 
 
-def _print_table(rec) -> None:
+def _print_table(rec, fmt: str = "table") -> None:
     """The settings as a table on stdout (one row per line when piped, so grep finds a knob),
     then withheld values, the worst case, OS steps and findings; notes go to stderr."""
     f = rec.facts
@@ -217,7 +238,7 @@ def _print_table(rec) -> None:
                      escape(f"{s.rule} {src}")))
     if rows or f.engine in ("postgres", "mysql"):
         print_table(("knob", "value", "default", "why", "source"), rows,
-                    title=f"{f.flavour} {f.version or '(newest)'} - {f.workload}")
+                    title=f"{f.flavour} {f.version or '(newest)'} - {f.workload}", fmt=fmt)
     else:  # an advice-only engine: the findings and OS steps below are the advice
         target = " ".join(x for x in (f.flavour, f.version) if x)
         out.print(escape(f"{target}: no settings to size here; the findings and OS steps "
