@@ -4,7 +4,8 @@
 - ``-q/--quiet`` and ``-v/--verbose`` after the subcommand as well as before it;
 - ``--version`` names the target server's version everywhere (``--server-version``, the
   spelling some commands had, still works but is not shown);
-- an Examples block at the end of every command's help (from ``cli/examples.py``).
+- an Examples block at the end of every command's help (from ``cli/examples.py``);
+- help piped (``pmem-advisor help check | less``) is plain text, without rich's boxes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import copy
 from typing import Any
 
 from pmem_advisor.cli.examples import EXAMPLES, examples_for
-from pmem_advisor.cli.output import set_verbosity
+from pmem_advisor.cli.output import set_verbosity, stdout_is_terminal
 
 HELP_NAMES = ["-h", "--help"]
 GLOBAL_OPTIONS = ("quiet", "verbose")  # the root's parameters every subcommand repeats
@@ -24,24 +25,29 @@ def apply_conventions(root: Any) -> Any:
     """Apply the conventions above to ``root`` (the click command of the Typer app) and every
     command below it; returns ``root``."""
     globals_ = [p for p in root.params if p.name in GLOBAL_OPTIONS]
-    _walk(root, (), globals_, is_root=True)
+    _walk(root, (), globals_, is_root=True, plain=not stdout_is_terminal())
     return root
 
 
-def _walk(command: Any, path: tuple[str, ...], globals_: list, *, is_root: bool = False) -> None:
+def _walk(command: Any, path: tuple[str, ...], globals_: list, *, is_root: bool = False,
+          plain: bool = False) -> None:
     command.context_settings = {**(command.context_settings or {}),
                                 "help_option_names": HELP_NAMES}
+    if plain:  # click's own formatter: no panels, no colour
+        command.rich_markup_mode = None
     if not is_root:
         names = {n for p in command.params for n in p.opts}
         command.params.extend(_repeat(g) for g in globals_ if not set(g.opts) & names)
         _hidden_aliases(command)
     lines = examples_for(" ".join(path))
     if lines and not (command.epilog or "").startswith("Examples"):
-        # rich markup: a literal "[" in an example must not be taken for a style
-        body = "\n".join("  " + line.replace("[", r"\[") for line in lines)
-        command.epilog = "Examples:\n" + body
+        if plain:  # \b: click keeps the lines as they are instead of refilling them
+            command.epilog = "Examples:\n\n\b\n" + "\n".join("  " + ln for ln in lines)
+        else:  # rich markup: a literal "[" in an example must not be taken for a style
+            command.epilog = "Examples:\n" + "\n".join("  " + ln.replace("[", r"\[")
+                                                        for ln in lines)
     for name, sub in (getattr(command, "commands", None) or {}).items():
-        _walk(sub, (*path, name), globals_)
+        _walk(sub, (*path, name), globals_, plain=plain)
 
 
 def _repeat(option: Any) -> Any:

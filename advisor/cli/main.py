@@ -164,6 +164,18 @@ def _stdout_closed() -> int:
     return 0
 
 
+def _unwrap_pacified_streams() -> bool:
+    """Whether click met a closed stdout (it then wraps both streams to silence their last
+    flush and exits 1); the streams are unwrapped again."""
+    pacified = False
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if type(stream).__name__ == "PacifyFlushWrapper":
+            setattr(sys, name, stream.wrapped)
+            pacified = True
+    return pacified
+
+
 def build_command() -> Any:
     """The click command tree of the app, with the conventions every command follows."""
     from pmem_advisor.cli.conventions import apply_conventions
@@ -185,6 +197,8 @@ def _run(argv: list[str] | None) -> int:
     except typer.Exit as e:
         return e.exit_code
     except SystemExit as e:  # --show-completion/--install-completion exit by themselves
+        if _unwrap_pacified_streams():  # click's own answer to EPIPE on stdout: exit 1
+            return _stdout_closed()
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except typer.Abort:
         return _fail("interrupted", EXIT_INTERRUPTED)

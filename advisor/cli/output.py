@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import enum
+import errno
 import json
 import sys
 from collections.abc import Iterable, Sequence
@@ -26,9 +27,18 @@ from rich.text import Text
 
 from pmem_advisor.schemas import stamp
 
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """rich would exit 1 here; a reader that went away (``| head``) is main()'s to end,
+        with exit 0 (see cli.main)."""
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the reader of the output went away")
+
+
 # Human-facing output goes to stderr so that ``--json`` on stdout stays machine-readable.
-console = Console(stderr=True, highlight=False)
-out = Console(highlight=False, soft_wrap=True)
+console = _Console(stderr=True, highlight=False)
+out = _Console(highlight=False, soft_wrap=True)
 
 # 0 quiet (-q), 1 normal, 2 verbose (-v); set once by the root command in cli/main.py.
 VERBOSITY = 1

@@ -230,6 +230,8 @@ def _print_table(rec, fmt: str = "table") -> None:
     """The settings as a table on stdout (one row per line when piped, so grep finds a knob),
     then withheld values, the worst case, OS steps and findings; notes go to stderr."""
     f = rec.facts
+    # tsv is rows only (a program reads it); the lines below the table then go to stderr
+    extra = out if fmt == "table" else console
     rows = []
     for s in rec.settings:
         value = f"[bold red]{escape(s.text)}[/]" if s.unsafe else escape(s.text)
@@ -241,19 +243,19 @@ def _print_table(rec, fmt: str = "table") -> None:
                     title=f"{f.flavour} {f.version or '(newest)'} - {f.workload}", fmt=fmt)
     else:  # an advice-only engine: the findings and OS steps below are the advice
         target = " ".join(x for x in (f.flavour, f.version) if x)
-        out.print(escape(f"{target}: no settings to size here; the findings and OS steps "
+        extra.print(escape(f"{target}: no settings to size here; the findings and OS steps "
                          "below are the advice"), soft_wrap=True)
     for w in rec.withheld:
-        out.print(escape(f"withheld (needs --allow-unsafe): {w.name} = {w.text}  [{w.rule}] "
+        extra.print(escape(f"withheld (needs --allow-unsafe): {w.name} = {w.text}  [{w.rule}] "
                          f"{w.reason}"), soft_wrap=True)
     if rec.memory_line():
-        out.print(escape(f"memory: {rec.memory_line()}"), soft_wrap=True)
+        extra.print(escape(f"memory: {rec.memory_line()}"), soft_wrap=True)
     for s in rec.os_steps:
         mark = "[bold red]DESTRUCTIVE[/] " if s.destructive else ""
-        out.print(f"os step {escape(f'[{s.rule}]')}: {mark}{escape(s.command)}\n"
+        extra.print(f"os step {escape(f'[{s.rule}]')}: {mark}{escape(s.command)}\n"
                   f"    why: {escape(s.reason)}", soft_wrap=True)
     for x in rec.findings:
-        out.print(escape(f"{x.severity}: [{x.rule}] {x.message}" +
+        extra.print(escape(f"{x.severity}: [{x.rule}] {x.message}" +
                          (f" -> {x.fix}" if x.fix else "")), soft_wrap=True)
     for n in rec.notes:
         note(f"note: {escape(n)}")
