@@ -85,17 +85,24 @@ def _hidden_aliases(command: Any) -> None:
             key = f"pmem_advisor.alias.{option.name}"
             hidden = copy.copy(option)
             hidden.opts, hidden.secondary_opts = [alias], []
+            hidden.name = f"{option.name}__alias"  # its own slot in the parser's results
             hidden.hidden, hidden.expose_value = True, False
-            hidden.callback = _remember(key)
+            hidden.callback = _remember(key, option.name, shown, alias)
             original = option.callback
             option.callback = _fall_back(key, original, shown, alias)
             command.params.append(hidden)
 
 
-def _remember(key: str):
+def _remember(key: str, name: str, shown: str, alias: str):
     def callback(ctx: Any, param: Any, value: Any) -> Any:
         if value is not None:
             ctx.meta[key] = value
+            given = ctx.params.get(name)  # the real option, when it came first
+            if given is not None and given != value:
+                from pmem_advisor.errors import UsageError
+
+                raise UsageError(f"{shown} {given} and {alias} {value} contradict each other: "
+                                 f"give {shown} once")
         return value
 
     return callback
