@@ -30,9 +30,12 @@ def resolve_engine(engine: str, flavour: str | None) -> tuple[str, str | None]:
 
 def resolve_target(engine: str, flavour: str | None, version: str | None
                    ) -> tuple[str | None, str | None]:
-    """Flavour and version from the options, else from the local server binary (mysql)."""
+    """Flavour and version from the options, else from the local server binary (mysql with a
+    version: the installed server of that version decides MySQL or MariaDB)."""
     engine, flavour = resolve_engine(engine, flavour)
     if engine == "mysql" and flavour is None:
+        if version is None:  # MySQL means MySQL; MariaDB when asked for (recommend's rule)
+            return "mysql", None
         try:
             from pmem_advisor.instances import pick_server
 

@@ -63,6 +63,13 @@ def split_engine(engine: str) -> tuple[str, str | None]:
     return eng.name, flavour
 
 
+def mysql_means_mysql(engine: str, flavour: str | None) -> str | None:
+    """``mysql`` without a version targets MySQL (the installed one, else the newest LTS the
+    catalogs know), never the MariaDB that happens to be installed: MariaDB when asked for
+    (``mariadb``, ``--flavour mariadb``, or a 10.x/11.x ``--version``)."""
+    return "mysql" if engine == "mysql" and flavour is None else flavour
+
+
 def installed_version(engine: str, flavour: str | None) -> tuple[str | None, str | None]:
     """The best installed server's (flavour, version), when --version is not given."""
     from pmem_advisor.engines.registry import get_engine
@@ -114,14 +121,28 @@ def build_recommendation(engine: str, *, profile=None, root=None, version=None, 
     eng, flavour = split_engine(engine)
     for flag, path in (("--data-dir", data_dir), ("--wal-dir", wal_dir)):
         refuse_control_characters(flag, path)
+    target_note = None
     if version is None:
-        flavour, version = installed_version(eng, flavour)
+        flavour, version = installed_version(eng, mysql_means_mysql(eng, flavour))
+        if eng == "mysql" and flavour == "mysql" and version is None:
+            from pmem_advisor.knobs.catalog import load_catalog
+
+            version = load_catalog("mysql", "mysql", None).version
+            target_note = (f"target: MySQL {version}, the newest LTS the catalogs know (no MySQL "
+                           "server here; --version chooses another, `recommend mariadb` "
+                           "targets MariaDB)")
     memory_bytes = parse_memory(memory) if memory else None
     live = profile is None and root is None
     prof = load_profile(profile, root, [data_dir, wal_dir])
     if memory_bytes:
         check_memory_fits_host(memory_bytes, prof, live)
+    # the target build's features (lz4) from the server installed here; another host's
+    # (--profile/--root) are not this host's build: unknown there
+    from pmem_advisor.build_features import installed_build_features
+
+    features = installed_build_features(eng, flavour, version) if live else frozenset()
     facts = build_facts(prof, engine=eng, flavour=flavour, version=version, workload=workload,
+                        features=features,
                         data_dir=data_dir, wal_dir=wal_dir, memory_bytes=memory_bytes, cpus=cpus,
                         clients=clients, allow_unsafe=allow_unsafe, root=root, medium=medium,
                         interleave_cpuless=interleave_cpuless)
@@ -135,6 +156,8 @@ def build_recommendation(engine: str, *, profile=None, root=None, version=None, 
                     hint="create it on its real mount first, or pass --medium "
                          "pmem|nvme|ssd|hdd|cxl|tmpfs")
     rec = recommend(facts)
+    if target_note:
+        rec.notes.insert(0, target_note)
     if root is not None:  # a machine tree: say when a directory is not in it (never silently /)
         for p, given in ((facts.data, data_dir), (facts.wal, wal_dir)):
             inside = os.path.join(root, str(given or "").lstrip("/"))
