@@ -56,7 +56,7 @@ def load_profile(profile: str | None, root: str | None, paths: list[str]) -> dic
 def split_engine(engine: str) -> tuple[str, str | None]:
     """An engine name or alias -> (engine, flavour it picks): 'pg' -> ('postgres',
     'postgresql'), 'mariadb' -> ('mysql', 'mariadb'), 'mysql' -> ('mysql', None). The names
-    are data (advisor/engines/data/*.yaml); UsageError for an unknown one."""
+    are data (advisor/engines/*/<name>.yaml); UsageError for an unknown one."""
     from pmem_advisor.engines.registry import resolve
 
     eng, flavour = resolve(engine)
@@ -138,9 +138,9 @@ def build_recommendation(engine: str, *, profile=None, root=None, version=None, 
         check_memory_fits_host(memory_bytes, prof, live)
     # the target build's features (lz4) from the server installed here; another host's
     # (--profile/--root) are not this host's build: unknown there
-    from pmem_advisor.build_features import installed_build_features
+    from pmem_advisor.engines.api import get_engine
 
-    features = installed_build_features(eng, flavour, version) if live else frozenset()
+    features = get_engine(eng).build_features(flavour, version) if live else frozenset()
     facts = build_facts(prof, engine=eng, flavour=flavour, version=version, workload=workload,
                         features=features,
                         data_dir=data_dir, wal_dir=wal_dir, memory_bytes=memory_bytes, cpus=cpus,

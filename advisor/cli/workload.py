@@ -17,8 +17,7 @@ from pmem_advisor.cli.output import (
     print_table,
 )
 from pmem_advisor.errors import EnvironmentProblem, InputError, ServerError, UsageError
-from pmem_advisor.workloads import WORKLOADS, get_workload
-from pmem_advisor.workloads.registry import workload_class
+from pmem_advisor.workloads.registry import all_workloads, get_workload, workload_class
 
 workload_app = typer.Typer(
     help="Named benchmark workloads: list them, run one on a managed server.",
@@ -51,7 +50,7 @@ def list_cmd(
     json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """List the named workloads, their engines and what --scale means for each."""
-    rows = [_describe(n) for n in WORKLOADS] + _engine_rows()
+    rows = [_describe(n) for n in all_workloads()] + _engine_rows()
     if chosen_format(fmt, json_out) == "json":
         print_json(rows, "pmem-advisor.workloads/1", key="workloads")
         return

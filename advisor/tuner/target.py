@@ -66,8 +66,8 @@ def machine_memory(profile: dict | None) -> tuple[int, str]:
 
 def live_connections(dsn: str, engine: str) -> tuple[int, str]:
     """Client connections of a running server: its max_connections minus the reserve."""
-    from pmem_advisor.cli.check import read_server
     from pmem_advisor.connection import redact_dsn
+    from pmem_advisor.instances.live import read_server
 
     settings = read_server(dsn, engine).get("settings") or {}
     try:

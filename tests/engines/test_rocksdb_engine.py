@@ -89,7 +89,7 @@ def test_evaluator_tiny(where):
 @needs_db_bench
 def test_evaluator_reports_db_bench_reason(monkeypatch):
     """A file RocksDB itself refuses: evaluate() returns RocksDB's reason, never raises."""
-    from pmem_advisor.engines import rocksdb_options
+    from pmem_advisor.engines.rocksdb import options as rocksdb_options
     from pmem_advisor.tuner.evaluator import TrialConfig
 
     eng = _engine()

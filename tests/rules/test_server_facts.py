@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from pmem_advisor.build_features import from_pg_configure, postgres_build_features
+from pmem_advisor.engines.postgres.features import from_pg_configure, postgres_build_features
 from tests.sandbox import find_server
 
 
