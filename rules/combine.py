@@ -38,7 +38,7 @@ from pmem_advisor.rules.registry import all_rules
 from pmem_advisor.rules.result import (
     Conflict,
     Recommendation,
-    Setting,
+    RecommendedSetting,
     Step,
     Withheld,
     medium_notes,
@@ -202,7 +202,7 @@ def _finalize(rec: Recommendation, fired) -> None:
             continue
         rec.os_steps = [s for s in rec.os_steps if s.rule != rule.id]
         rec.os_steps += [Step(rule.id, list(rule.insights), e.command, e.reason, e.key,
-                              e.destructive) for e in steps]
+                              e.destructive, e.config) for e in steps]
 
 
 def _binding(fired) -> int | None:
@@ -232,7 +232,7 @@ def _merge_settings(rec: Recommendation, fired, view: KnobView, allow_unsafe: bo
             continue
         # highest priority first; among equals the later rule id refines the earlier one
         cands.sort(key=lambda rc: (rc[0].priority, rc[0].id), reverse=True)
-        winner: Setting | None = None
+        winner: RecommendedSetting | None = None
         for rule, e in cands:
             try:
                 base = view.to_base(name, e.value)
@@ -256,8 +256,9 @@ def _merge_settings(rec: Recommendation, fired, view: KnobView, allow_unsafe: bo
                     gain = f" Expected gain: {e.gain}." if e.gain else ""
                     reason = (f"{UNSAFE_BANNER} ({why or 'see the rule'}), applied because "
                               f"--allow-unsafe was given: {e.reason}.{gain}")
-                winner = Setting(name, base, text, view.default(name), rule.id,
-                                 list(rule.insights), reason, rule.source, rule.priority, risky)
+                winner = RecommendedSetting(name, base, text, view.default(name), rule.id,
+                                            list(rule.insights), reason, rule.source,
+                                            rule.priority, risky)
                 continue
             if text != winner.text:
                 rec.conflicts.append(Conflict(
@@ -329,7 +330,7 @@ def _merge_steps(rec: Recommendation, fired) -> None:
                 continue
             if not e.key:
                 rec.os_steps.append(Step(rule.id, list(rule.insights), e.command, e.reason,
-                                         destructive=e.destructive))
+                                         destructive=e.destructive, config=e.config))
                 continue
             prev = keyed.get(e.key)
             if prev is None or (rule.priority, rule.id) > (prev[0].priority, prev[0].id):
@@ -342,7 +343,7 @@ def _merge_steps(rec: Recommendation, fired) -> None:
                                               "higher priority OS step wins"))
     for key, (rule, e) in keyed.items():
         rec.os_steps.append(Step(rule.id, list(rule.insights), e.command, e.reason, key,
-                                 e.destructive))
+                                 e.destructive, e.config))
 
 
 def _findings(fired) -> list[Finding]:

@@ -30,7 +30,7 @@ from pmem_advisor.rules.memory import (
     worst_case,
 )
 from pmem_advisor.rules.model import Bytes
-from pmem_advisor.rules.result import Recommendation, Setting
+from pmem_advisor.rules.result import Recommendation, RecommendedSetting
 
 RULE = "MEM-FIT"
 SOURCE = "worst-case memory (rules/memory.py)"
@@ -177,8 +177,8 @@ def put_setting(rec: Recommendation, view, name: str, value, why: str) -> None:
     text = view.render(name, base)
     s = rec.setting(name)
     if s is None:
-        rec.settings.append(Setting(name, base, text, view.default(name), RULE, [], why,
-                                    SOURCE, 0))
+        rec.settings.append(RecommendedSetting(name, base, text, view.default(name), RULE, [],
+                                               why, SOURCE, 0))
         rec.settings.sort(key=lambda x: x.name)
         return
     s.reason = f"{s.reason}; {why} ({RULE})"

@@ -122,6 +122,29 @@ def mib(n: int) -> str:
 
 
 # ------------------------------------------------------------------ reading the settings
+class SettingValues:
+    """Knob values in base units from ``settings`` (a rule's ``Bytes``, config text, numbers),
+    else the catalog default: the reader the engines' memory models share. ``parse_text``
+    reads config text in the engine's own syntax (default: ``Knob.parse``)."""
+
+    def __init__(self, catalog: Any, settings: Mapping[str, Any],
+                 parse_text: Any = None) -> None:
+        self.catalog, self.settings = catalog, dict(settings)
+        self.parse_text = parse_text or (lambda knob, text: knob.parse(text))
+
+    def get(self, name: str) -> Any:
+        """The value in the knob's base unit; None when neither set nor defaulted."""
+        knob = self.catalog.get(name)
+        raw = self.settings.get(name, knob.default)
+        if isinstance(raw, Bytes):
+            return raw.n
+        if isinstance(raw, str):
+            return self.parse_text(knob, raw)
+        if raw is None:
+            return None
+        return knob.coerce(raw)
+
+
 class _Reader:
     """Knob values in bytes (sizes) or plain numbers, from settings, else the catalog default."""
 

@@ -13,7 +13,7 @@ from pmem_advisor.rules.model import Finding
 
 
 @dataclass
-class Setting:
+class RecommendedSetting:
     name: str
     value: Any  # in the knob's base unit when the catalog is known
     text: str  # as written in the config file
@@ -52,6 +52,7 @@ class Step:
     reason: str
     key: str = ""
     destructive: bool = False
+    config: tuple = ()  # rules.model.ConfigLine: the engine's emitter writes them
 
     def to_dict(self) -> dict:
         return {"rule": self.rule, "insights": self.insights, "command": self.command,
@@ -73,7 +74,7 @@ class Conflict:
 @dataclass
 class Recommendation:
     facts: Facts
-    settings: list[Setting] = field(default_factory=list)
+    settings: list[RecommendedSetting] = field(default_factory=list)
     withheld: list[Withheld] = field(default_factory=list)
     os_steps: list[Step] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
@@ -118,7 +119,7 @@ class Recommendation:
         line = self.memory_line()
         return ([line] if line else []) + medium_notes(self.facts)
 
-    def setting(self, name: str) -> Setting | None:
+    def setting(self, name: str) -> RecommendedSetting | None:
         return next((s for s in self.settings if s.name == name), None)
 
     def to_json(self) -> dict:

@@ -262,7 +262,7 @@ def check_cmd(
     dsn = resolve_dsn(dsn, dsn_file, notes=notes)
     if diff and not dsn:
         raise UsageError("--diff compares a running server with recommend: give --dsn")
-    t = Target(*(split_engine(db) if db else (None, None)), version=version,
+    t = CheckTarget(*(split_engine(db) if db else (None, None)), version=version,
                data_dir=data_dir, wal_dir=wal_dir)
     if dsn:
         _use_server(t, dsn, db, elsewhere_ok=profile is not None or root is not None,
@@ -305,7 +305,7 @@ def check_cmd(
 
 
 @dataclass
-class Target:
+class CheckTarget:
     """What is checked: the engine and version, and the settings with where they came from."""
 
     engine: str | None
@@ -322,7 +322,7 @@ class Target:
     pid: int | None = None
 
 
-def _use_server(t: Target, dsn: str, db: str | None, *, elsewhere_ok: bool,
+def _use_server(t: CheckTarget, dsn: str, db: str | None, *, elsewhere_ok: bool,
                 notes: list[str]) -> None:
     """The running server's settings, counters, version and (on this host) paths and pid."""
     from pmem_advisor.connection import dsn_engine
@@ -353,7 +353,8 @@ def _use_server(t: Target, dsn: str, db: str | None, *, elsewhere_ok: bool,
                      "this host's; run `pmem-advisor probe --save` there and pass --profile")
 
 
-def _use_config(t: Target, config: str, notes: list[str], *, mysql_named: bool = False) -> None:
+def _use_config(t: CheckTarget, config: str, notes: list[str], *,
+                mysql_named: bool = False) -> None:
     """A config file's settings (over a running server's), for the target or the installed
     server's version (said in a note)."""
     t.engine = t.engine or sniff_config(config)[0]
@@ -396,7 +397,7 @@ def _newest(engine: str, flavour: str | None) -> str:
     return f"{cat.title} {cat.version}"
 
 
-def _profile(t: Target, profile: str | None, root: str | None, medium: list[str] | None,
+def _profile(t: CheckTarget, profile: str | None, root: str | None, medium: list[str] | None,
              no_measure: bool, notes: list[str]) -> dict:
     """This host probed (limits of the running server's cgroup), or the given profile/tree."""
     paths = [p for p in (t.data_dir, t.wal_dir) if p]

@@ -16,6 +16,8 @@ from pmem_advisor.cli.output import (
     print_json,
     print_table,
 )
+from pmem_advisor.engines.api import loadable_engines
+from pmem_advisor.engines.registry import get_engine, specs
 from pmem_advisor.errors import EnvironmentProblem, InputError, ServerError, UsageError
 from pmem_advisor.workloads.registry import all_workloads, get_workload, workload_class
 
@@ -24,7 +26,6 @@ workload_app = typer.Typer(
     no_args_is_help=True,
 )
 
-ENGINES = ("postgres", "mysql")
 EMULATED_ROOTS = ("/dev/shm",)
 
 
@@ -63,12 +64,8 @@ def list_cmd(
 def _engine_rows() -> list[dict]:
     """The workloads an engine runs itself (its YAML's ``workloads``: RocksDB's db_bench
     mixes, Tarantool's YCSB client), one row per engine and name."""
-    from pmem_advisor.engines.registry import get_engine, specs
-
     rows = []
     for spec in specs():
-        if spec.name in ENGINES:
-            continue
         for name in spec.workloads:
             try:
                 wl = get_engine(spec.name).workload(name)
@@ -130,8 +127,9 @@ def run_cmd(
     json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """Run one measured benchmark on a fresh managed server started with --config."""
-    if engine not in ENGINES:
-        raise UsageError(f"engine must be postgres or mysql, got {engine!r}",
+    managed = [e.name for e in loadable_engines() if e.instance_class is not None]
+    if engine not in managed:
+        raise UsageError(f"engine must be {' or '.join(managed)}, got {engine!r}",
                          hint="other engines measure through `pmem-advisor tune ENGINE`")
     options = _parse_options(option)
     if script is not None:

@@ -124,6 +124,23 @@ class EngineBinary:
         return f"{self.flavour} {self.version} ({self.source}: {self.path or self.bindir})"
 
 
+@dataclass(frozen=True)
+class EvalRequest:
+    """What the tuner asks an engine to measure: one object, not eleven arguments."""
+
+    binary: Any  # the engine's EngineBinary (or instances' ServerBinary)
+    workload: Any  # the engine's workload (Engine.workload)
+    scale: int
+    clients: int
+    duration: float
+    warmup: float
+    data_dir: str | Path | None = None
+    wal_dir: str | Path | None = None
+    workdir: str | Path | None = None
+    catalog: Catalog | None = None
+    cgroup: Any = None  # instances.cgroup.MemoryCgroup holding the engine to the budget
+
+
 class Engine(ABC):
     """One database engine. Subclasses set nothing by hand: ``self.spec`` (the YAML) is given
     to ``__init__`` by the registry; they override the methods below that their engine can do.
@@ -376,16 +393,14 @@ class Engine(ABC):
     def workload_hint(self) -> str | None:
         return f"{self.name} runs: {', '.join(self.workloads)}" if self.workloads else None
 
-    def evaluator(self, binary: Any, workload: Any, *, scale: int, clients: int,
-                  duration: float, warmup: float, data_dir: str | Path | None,
-                  wal_dir: str | Path | None, workdir: str | Path | None,
-                  catalog: Catalog, cgroup: Any = None) -> Evaluator:
-        """A ``tuner.evaluator.Evaluator`` that, per trial, starts ``binary`` with the trial's
-        config (``TrialConfig.params``: knob -> base-unit value) on a fresh copy of the loaded
-        data (golden copy, loaded once at ``scale``) in ``data_dir`` (``wal_dir``: the log),
-        runs ``workload`` with ``clients`` for ``warmup`` + ``duration`` seconds, measures,
-        stops it, and inside ``cgroup`` when given. ``close()`` removes everything it made.
-        Scratch lives under ``workdir`` (registered so the reaper removes it after a kill)."""
+    def evaluator(self, request: EvalRequest) -> Evaluator:
+        """A ``tuner.evaluator.Evaluator`` that, per trial, starts ``request.binary`` with the
+        trial's config (``TrialConfig.params``: knob -> base-unit value) on a fresh copy of the
+        loaded data (golden copy, loaded once at ``request.scale``) in ``request.data_dir``
+        (``wal_dir``: the log), runs ``request.workload`` with ``clients`` for ``warmup`` +
+        ``duration`` seconds, measures, stops it, and inside ``cgroup`` when given.
+        ``close()`` removes everything it made. Scratch lives under ``workdir`` (registered so
+        the reaper removes it after a kill)."""
         raise EnvironmentProblem(f"{self.title} cannot be tuned here (advice only)",
                                  hint=f"use `pmem-advisor recommend {self.name}`")
 

@@ -10,11 +10,10 @@ Only engine packages import this module; the generic layers know ``api`` alone.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pmem_advisor.engines import api
-from pmem_advisor.engines.api import KINDS, EngineBinary, EngineDataError, EngineSpec
+from pmem_advisor.engines.api import KINDS, EngineBinary, EngineDataError, EngineSpec, EvalRequest
 from pmem_advisor.errors import UsageError
 from pmem_advisor.instances.discovery import discover_servers, pick_server, server_status
 from pmem_advisor.knobs.catalog import Catalog, build_catalog
@@ -72,14 +71,12 @@ class ServerEngine(Engine):
         best, detail, _ = server_status(self.name)
         return best is not None, detail
 
-    def evaluator(self, binary: Any, workload: Any, *, scale: int, clients: int,
-                  duration: float, warmup: float, data_dir: str | Path | None,
-                  wal_dir: str | Path | None, workdir: str | Path | None,
-                  catalog: Catalog, cgroup: Any = None) -> Evaluator:
-        return ManagedEvaluator(binary, workload, scale=scale, clients=clients,
-                                duration=duration, warmup=warmup, data_dir=data_dir,
-                                wal_dir=wal_dir, workdir=workdir, catalog=catalog,
-                                cgroup=cgroup)
+    def evaluator(self, request: EvalRequest) -> Evaluator:
+        r = request
+        return ManagedEvaluator(r.binary, r.workload, scale=r.scale, clients=r.clients,
+                                duration=r.duration, warmup=r.warmup, data_dir=r.data_dir,
+                                wal_dir=r.wal_dir, workdir=r.workdir, catalog=r.catalog,
+                                cgroup=r.cgroup)
 
     def memory(self, settings: Mapping[str, Any], *, flavour: str, version: str | None,
                catalog: Catalog | None, host_memory_bytes: int | None = None

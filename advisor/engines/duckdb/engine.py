@@ -14,16 +14,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pmem_advisor.engines.api import EvalRequest
 from pmem_advisor.engines.base import Engine
 from pmem_advisor.engines.duckdb.baseline import PER_THREAD, PROCESS_BASE, RULE
 from pmem_advisor.engines.duckdb.catalog import load_duckdb_catalog, parse_shown_size, parse_size
 from pmem_advisor.engines.duckdb.runner import DuckDBEvaluator, validate_statements
-from pmem_advisor.engines.duckdb.sql import _split, emit_sql, parse_sql, quote, value_sql
+from pmem_advisor.engines.duckdb.sql import emit_sql, parse_sql, quote, split_statements, value_sql
 from pmem_advisor.engines.duckdb.workload import DuckOlapTpchLite
 from pmem_advisor.errors import UsageError
 from pmem_advisor.knobs.emit import Header
 from pmem_advisor.rules.fit import put_setting
-from pmem_advisor.rules.memory import MemoryEstimate, MemoryPart, gib
+from pmem_advisor.rules.memory import MemoryEstimate, MemoryPart, SettingValues, gib
 from pmem_advisor.rules.model import Bytes
 
 MB = 1 << 20
@@ -132,7 +133,7 @@ class DuckDBEngine(Engine):
         catalog = self.catalog()
         wanted = self.parse_config(config_text, "config")  # our own checks first
         binary = binary or self.find_binary()
-        statements = [stmt for _, stmt in _split(config_text)]
+        statements = [stmt for _, stmt in split_statements(config_text)]
         got = validate_statements(statements, list(wanted), workdir)
         for name, text in wanted.items():
             knob = catalog.get(name)
@@ -158,18 +159,18 @@ class DuckDBEngine(Engine):
                              hint=f"duckdb runs: {DuckOlapTpchLite.name}")
         return DuckOlapTpchLite(**options)
 
-    def evaluator(self, binary: Any, workload: Any, *, scale: int, clients: int,
-                  duration: float, warmup: float, data_dir: str | Path | None,
-                  wal_dir: str | Path | None, workdir: str | Path | None, catalog: Any,
-                  cgroup: Any = None):
-        if wal_dir is not None and data_dir is not None and Path(wal_dir) != Path(data_dir):
+    def evaluator(self, request: EvalRequest):
+        r = request
+        if r.wal_dir is not None and r.data_dir is not None \
+                and Path(r.wal_dir) != Path(r.data_dir):
             raise UsageError("DuckDB keeps its WAL next to the database file (<file>.wal): "
                              "leave --wal-dir out")
+        workload = r.workload
         if getattr(workload, "engines", ("duckdb",)) != ("duckdb",):
             workload = self.workload(getattr(workload, "name", str(workload)))
-        return DuckDBEvaluator(self, binary, workload, scale=scale, clients=clients,
-                               duration=duration, warmup=warmup, data_dir=data_dir,
-                               workdir=workdir, catalog=catalog, cgroup=cgroup)
+        return DuckDBEvaluator(self, r.binary, workload, scale=r.scale, clients=r.clients,
+                               duration=r.duration, warmup=r.warmup, data_dir=r.data_dir,
+                               workdir=r.workdir, catalog=r.catalog, cgroup=r.cgroup)
 
 
 def _same(knob: Any, want: Any, have: str | None) -> bool:
@@ -189,24 +190,22 @@ def _same(knob: Any, want: Any, have: str | None) -> bool:
     return str(have).lower() == str(want).lower()
 
 
-class _Values:
-    """Setting values in base units (Bytes, DuckDB text, numbers), else the catalog default."""
+class _Values(SettingValues):
+    """DuckDB's setting values as whole numbers (sizes in bytes; unset and undefaulted: 0);
+    size text may be a share of RAM (``80%``), read against ``ram``."""
 
     def __init__(self, catalog: Any, settings: Mapping[str, Any], ram: int | None) -> None:
-        self.catalog, self.settings, self.ram = catalog, dict(settings), ram
+        super().__init__(catalog, settings, parse_text=self._parse)
+        self.ram = ram
+
+    def _parse(self, knob: Any, text: str) -> Any:
+        if knob.type == "size":
+            return parse_size(text, knob.name, ram=self.ram)
+        return knob.parse(text)
 
     def get(self, name: str) -> int:
-        knob = self.catalog.get(name)
-        raw = self.settings.get(name, knob.default)
-        if isinstance(raw, Bytes):
-            return int(raw.n)
-        if isinstance(raw, str):
-            if knob.type == "size":
-                return parse_size(raw, name, ram=self.ram)
-            return int(knob.parse(raw))
-        if raw is None:
-            return 0
-        return int(knob.coerce(raw))
+        value = super().get(name)
+        return 0 if value is None else int(value)
 
 
 __all__ = ["DuckDBEngine"]

@@ -97,7 +97,7 @@ def _strip_comments(text: str) -> str:
     return "".join(out)
 
 
-def _split(text: str) -> list[tuple[int, str]]:
+def split_statements(text: str) -> list[tuple[int, str]]:
     """(first line number, statement) for each ``;``-ended statement outside quotes."""
     body = _strip_comments(text)
     out, start, quoted, line, first = [], 0, False, 1, None
@@ -139,7 +139,7 @@ def parse_sql(text: str, origin: str, *, catalog: Any) -> dict[str, str]:
     """``{setting: value text}`` of a SET/PRAGMA file; every value is checked against the
     catalog (a wrong type or out-of-range value is a UsageError naming the setting)."""
     found: dict[str, str] = {}
-    for line, stmt in _split(text):
+    for line, stmt in split_statements(text):
         where = f"{origin}:{line}"
         m = _STATEMENT.match(stmt)
         if not m:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pmem_advisor.engines.api import EvalRequest
 from pmem_advisor.engines.base import Engine, EngineBinary
 from pmem_advisor.engines.rocksdb.baseline import RULE
 from pmem_advisor.engines.rocksdb.bench import RocksDBEvaluator, db_bench_version, validate_options
@@ -29,7 +30,7 @@ from pmem_advisor.engines.rocksdb.workload import MIXES, RocksYcsb
 from pmem_advisor.errors import UsageError
 from pmem_advisor.knobs.emit import Header
 from pmem_advisor.rules.fit import put_setting
-from pmem_advisor.rules.memory import MemoryEstimate, MemoryPart
+from pmem_advisor.rules.memory import MemoryEstimate, MemoryPart, SettingValues
 from pmem_advisor.rules.model import Bytes, human_bytes
 
 MB = 1 << 20
@@ -67,7 +68,7 @@ class RocksDBEngine(Engine):
                version: str | None = None, catalog=None, host_memory_bytes: int | None = None):
         """Worst case: block cache + every memtable + background buffers + fixed overhead."""
         catalog = catalog or self.catalog(flavour, version)
-        v = _Values(catalog, settings)
+        v = SettingValues(catalog, settings, parse_text=parse_value)
         cache = v.get("block_cache")
         wbs, nbuf = v.get("write_buffer_size"), v.get("max_write_buffer_number")
         jobs = v.get("max_background_jobs")
@@ -148,18 +149,18 @@ class RocksDBEngine(Engine):
                              hint=f"rocksdb runs: {', '.join(MIXES)}")
         return RocksYcsb(name, **options)
 
-    def evaluator(self, binary: Any, workload: Any, *, scale: int, clients: int,
-                  duration: float, warmup: float, data_dir: str | Path | None,
-                  wal_dir: str | Path | None, workdir: str | Path | None, catalog: Any,
-                  cgroup: Any = None):
-        if wal_dir is not None and data_dir is not None and Path(wal_dir) != Path(data_dir):
+    def evaluator(self, request: EvalRequest):
+        r = request
+        if r.wal_dir is not None and r.data_dir is not None \
+                and Path(r.wal_dir) != Path(r.data_dir):
             raise UsageError("RocksDB keeps its WAL with the data here: wal_dir is not an "
                              "OPTIONS-file option; leave --wal-dir out")
+        workload = r.workload
         if not hasattr(workload, "mix"):
             workload = self.workload(getattr(workload, "name", str(workload)))
-        return RocksDBEvaluator(self, binary, workload, scale=scale, clients=clients,
-                                duration=duration, warmup=warmup, data_dir=data_dir,
-                                workdir=workdir, catalog=catalog, cgroup=cgroup)
+        return RocksDBEvaluator(self, r.binary, workload, scale=r.scale, clients=r.clients,
+                                duration=r.duration, warmup=r.warmup, data_dir=r.data_dir,
+                                workdir=r.workdir, catalog=r.catalog, cgroup=r.cgroup)
 
 
 def _cpp_bool(text: str) -> str:
@@ -167,22 +168,6 @@ def _cpp_bool(text: str) -> str:
     low = str(text).strip().lower()
     return {"on": "true", "1": "true", "yes": "true", "off": "false", "0": "false",
             "no": "false"}.get(low, low)
-
-
-class _Values:
-    """Option values in base units from settings (Bytes, text, numbers), else defaults."""
-
-    def __init__(self, catalog, settings: Mapping[str, Any]) -> None:
-        self.catalog, self.settings = catalog, dict(settings)
-
-    def get(self, name: str) -> float:
-        knob = self.catalog.get(name)
-        raw = self.settings.get(name, knob.default)
-        if isinstance(raw, Bytes):
-            return raw.n
-        if isinstance(raw, str):
-            return parse_value(knob, raw)
-        return knob.coerce(raw)
 
 
 def scratch_dir(prefix: str = "pmem-advisor-rocksdb-") -> Path:

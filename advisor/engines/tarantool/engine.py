@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pmem_advisor.engines.api import EvalRequest
 from pmem_advisor.engines.base import ServerEngine
 from pmem_advisor.engines.tarantool.baseline import RUNTIME_BYTES, TarantoolBaseline, fit_memtx
 from pmem_advisor.engines.tarantool.catalog import load
@@ -166,13 +167,12 @@ class TarantoolEngine(ServerEngine):
     def workload(self, name: str, **options: Any):
         return get_tarantool_workload(name, **options)
 
-    def evaluator(self, binary: Any, workload: Any, *, scale: int, clients: int,
-                  duration: float, warmup: float, data_dir=None, wal_dir=None, workdir=None,
-                  catalog=None, cgroup: Any = None):
-        if getattr(workload, "engines", ("tarantool",)) != ("tarantool",):
-            raise UsageError(f"workload {workload.name} does not run on Tarantool "
+    def evaluator(self, request: EvalRequest):
+        r = request
+        if getattr(r.workload, "engines", ("tarantool",)) != ("tarantool",):
+            raise UsageError(f"workload {r.workload.name} does not run on Tarantool "
                              f"(use {', '.join(self.workloads)})")
-        return TarantoolEvaluator(binary, workload, scale=scale, clients=clients,
-                                  duration=duration, warmup=warmup, data_dir=data_dir,
-                                  wal_dir=wal_dir, workdir=workdir,
-                                  catalog=catalog or self.catalog(), cgroup=cgroup)
+        return TarantoolEvaluator(r.binary, r.workload, scale=r.scale, clients=r.clients,
+                                  duration=r.duration, warmup=r.warmup, data_dir=r.data_dir,
+                                  wal_dir=r.wal_dir, workdir=r.workdir,
+                                  catalog=r.catalog or self.catalog(), cgroup=r.cgroup)
