@@ -24,6 +24,9 @@ HIDDEN_ALIASES = {"--version": "--server-version"}  # shown spelling -> accepted
 def apply_conventions(root: Any) -> Any:
     """Apply the conventions above to ``root`` (the click command of the Typer app) and every
     command below it; returns ``root``."""
+    for p in root.params:  # Typer's own, which edits rc files: `completion install` replaces it
+        if p.name in ("install_completion", "show_completion"):
+            p.hidden = True
     globals_ = [p for p in root.params if p.name in GLOBAL_OPTIONS]
     _walk(root, (), globals_, is_root=True, plain=not stdout_is_terminal())
     return root

@@ -27,7 +27,7 @@ app = typer.Typer(
     "and which config should the database run with here?",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish)
+    add_completion=True,  # registers the shells; installing is `completion install` (hidden here)
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
