@@ -6,8 +6,16 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The machine is shared and often loaded: how fast Hypothesis draws its inputs says nothing
+# about the code under test (too_slow failed test_emit's round trip on a busy machine), nor
+# does a slow example (deadline). Every property test runs under this profile.
+settings.register_profile("shared-machine", suppress_health_check=[HealthCheck.too_slow],
+                          deadline=None)
+settings.load_profile("shared-machine")
 SHARED = REPO.parent / "shared"
 
 
