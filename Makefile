@@ -7,13 +7,15 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 # System packages: compiler and libpmem for the native kernel, load generators, servers
-# (rocksdb-tools: db_bench and ldb for RocksDB; tarantool: the Tarantool server).
+# (rocksdb-tools: db_bench and ldb for RocksDB; tarantool: the Tarantool server; chromium:
+# the headless browser the report test opens report.html in; man-db: `man pmem-advisor`).
 DEB_PKGS := gcc pkg-config libpmem1 libpmem-dev sysbench fio numactl ndctl daxctl \
-            postgresql postgresql-client mariadb-server mariadb-client rocksdb-tools tarantool
+            postgresql postgresql-client mariadb-server mariadb-client rocksdb-tools tarantool \
+            chromium man-db
 PYTEST_ARGS ?=
 
 .PHONY: all deps venv install install-demo install-size lint test test-all demo bench bench-probe \
-        golden clean doctor catalogs
+        golden clean doctor catalogs man install-man
 
 all: test
 
@@ -43,7 +45,20 @@ $(VENV)/.installed-demo: pyproject.toml setup.py $(wildcard probes/native/*.c) |
 	$(PIP) install -q -e '.[demo]'
 	@touch $@
 
-venv install: deps $(VENV)/.installed
+venv: deps $(VENV)/.installed
+
+# The man pages (pmem-advisor(1), pmem-advisor-check(1), ...) are generated from the CLI itself
+# and installed where man looks: /usr/local/share/man as root, ~/.local/share/man otherwise
+# (MANDIR=... to choose). Without write access it says where and how to do it by hand, and the
+# install carries on.
+MANDIR ?=
+install: venv install-man
+
+man: $(VENV)/.installed
+	$(PY) -m pmem_advisor.cli.manpage --out build/man
+
+install-man: $(VENV)/.installed
+	-@$(PY) -m pmem_advisor.cli.manpage --install $(MANDIR)
 
 install-demo: deps $(VENV)/.installed-demo
 

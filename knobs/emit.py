@@ -123,3 +123,39 @@ def header_lines(header: Header, catalog: Catalog, kind: str, comment: str = "#"
     """The header every emitted config starts with (tool version, target, hardware
     fingerprint, notes), as comment lines of the engine's format (``--`` for SQL and Lua)."""
     return [f"{comment}{line[1:]}" for line in _plain_header(header, catalog, kind)]
+
+
+# ---------------------------------------------------------------- SQL statements
+@dataclass(frozen=True)
+class Statement:
+    """How one setting is applied from a client (``Engine.sql_statement``): the statement
+    (None when SQL cannot set it) and what makes it take effect, from the catalog's scope."""
+
+    name: str
+    sql: str | None
+    applies: str  # the line's comment: "reload applies it", "restart applies it", ...
+    restart: bool
+    config_line: str | None = None  # the config-file line it also needs (MariaDB my.cnf)
+
+
+def emit_sql(engine: str, settings: list[Setting], header: Header = Header(), *,
+             catalog: Catalog | None = None) -> EmittedConfig:
+    """SQL a DBA pipes into the server's client: one statement per setting (the engine's
+    ``sql_statement``), each with a comment saying what applies it, then the engine's
+    closing lines (``sql_epilogue``: PostgreSQL's reload, MariaDB's my.cnf lines). An engine
+    without SQL settings is a one-line UsageError."""
+    eng = api.get_engine(engine)
+    if not eng.takes_sql:
+        raise eng.no_sql()
+    catalog = catalog_for(engine, header, catalog)
+    resolved, warnings = resolve_settings(settings, catalog)
+    version = header.version or catalog.version
+    statements = [(eng.sql_statement(knob, value, catalog.flavour, version), reason)
+                  for knob, value, reason in resolved]
+    lines = header_lines(header, catalog, "SQL", comment="--") + [""]
+    for st, reason in statements:
+        why = one_line(reason) or "requested"
+        lines.append(f"-- {st.name}: {st.applies}  -- {why}" if st.sql is None
+                     else f"{st.sql}  -- {st.applies}; {why}")
+    lines += eng.sql_epilogue([st for st, _ in statements])
+    return EmittedConfig(checked("\n".join(lines) + "\n"), warnings, resolved)

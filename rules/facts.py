@@ -235,10 +235,16 @@ def validate_profile(profile: Any, origin: str = "profile") -> dict:
             f"{origin}: schema is {schema!r}, this version reads {PROFILE_SCHEMA!r}",
             hint="re-run `pmem-advisor probe --json` with this version",
         )
-    for key, kind in (("mounts", list), ("paths", list), ("numa", list), ("cpu", dict),
-                      ("memory", dict), ("pmem", dict)):
-        if key in profile and profile[key] is not None and not isinstance(profile[key], kind):
-            raise InputError(f"{origin}: '{key}' must be a {kind.__name__}")
+    import jsonschema
+
+    from pmem_advisor import schemas
+
+    try:  # the shipped schema is the contract for reading a profile too
+        jsonschema.validate(profile, schemas.load(PROFILE_SCHEMA))
+    except jsonschema.ValidationError as e:
+        where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
+        raise InputError(f"{origin}: not a {PROFILE_SCHEMA} profile at {where}: "
+                         f"{e.message[:200]}") from None
     return profile
 
 

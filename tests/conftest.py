@@ -16,6 +16,7 @@ settings.register_profile(
 settings.load_profile("loaded-machine")
 
 REPO = Path(__file__).resolve().parents[1]
+
 SHARED = REPO.parent / "shared"
 
 

@@ -19,11 +19,10 @@ from datetime import UTC, datetime
 
 import typer
 
-from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
+from pmem_advisor.cli.output import EMULATION_NOTE, console, format_option, out, print_json
 from pmem_advisor.cli.recommend import (
     installed_version,
     load_profile,
-    one_version,
     parse_memory,
     split_engine,
 )
@@ -166,9 +165,7 @@ def junit(findings, fail_on: str, *, name: str = "pmem-advisor check",
 def server_diff(rec, settings: dict, catalog, flavour: str, version: str | None) -> list[dict]:
     """What ``recommend`` would change on the running server, with the statement that sets it
     and whether a restart is needed (the catalog's scope)."""
-    from pmem_advisor.engines.mysql.parse import quote_value
-    from pmem_advisor.engines.postgres.parse import quote
-    from pmem_advisor.knobs.version import parse_version
+    from pmem_advisor.engines.api import get_engine
 
     rows = []
     for s in rec.settings:
@@ -184,26 +181,19 @@ def server_diff(rec, settings: dict, catalog, flavour: str, version: str | None)
             same = False
         if same:
             continue
-        restart = knob.scope in ("restart", "reinit", "compile")
-        if knob.scope in ("reinit", "compile"):
-            sql, how = None, knob.init_option or "re-initialise the data directory"
+        # the statement recommend --format sql prints for it (the engine's one SQL emitter)
+        st = get_engine(knob.engine).sql_statement(knob, s.value, flavour, version)
+        restart, sql = st.restart, st.sql
+        if st.sql is None and not st.config_line:
+            how = knob.init_option or "re-initialise the data directory"
         elif flavour == "postgresql":
-            sql = f"ALTER SYSTEM SET {s.name} = {quote(s.text)};"
             how = "restart the server" if restart else "SELECT pg_reload_conf();"
+        elif st.config_line is None:  # MySQL 8: persisted by the server itself
+            how = "restart the server" if restart else "takes effect now, kept on restart"
         else:
-            value = s.value
-            lit = (str(int(value)) if isinstance(value, bool) else str(value)
-                   if isinstance(value, int | float) else "'" + str(value).replace("'", "''")
-                   + "'")
-            cnf = f"[mysqld] {s.name} = {quote_value(s.text)}"
-            if flavour == "mysql" and parse_version(version or "8.0")[0] >= 8:
-                sql = (f"SET PERSIST_ONLY {s.name} = {lit};" if restart
-                       else f"SET PERSIST {s.name} = {lit};")
-                how = "restart the server" if restart else "takes effect now, kept on restart"
-            else:
-                sql = None if restart else f"SET GLOBAL {s.name} = {lit};"
-                how = (f"add to my.cnf: {cnf}; restart the server" if restart
-                       else f"also add to my.cnf (SET GLOBAL is lost at restart): {cnf}")
+            cnf = f"[mysqld] {st.config_line}"
+            how = (f"add to my.cnf: {cnf}; restart the server" if restart
+                   else f"also add to my.cnf (SET GLOBAL is lost at restart): {cnf}")
         rows.append({"name": s.name, "running": knob.render(knob.parse(now, check_range=False))
                      if _parses(knob, now) else now, "recommended": s.text,
                      "restart": restart, "statement": sql, "then": how, "rule": s.rule,
@@ -225,10 +215,8 @@ def check_cmd(
     profile: str | None = typer.Option(None, "--profile", help="A probe profile (JSON)."),
     root: str | None = typer.Option(None, "--root", help="Probe a machine tree below DIR."),
     db: str | None = typer.Option(None, "--db", help=engine_help()),
-    version: str | None = typer.Option(None, "--version",
+    version: str | None = typer.Option(None, "--version", "--server-version",
                                        help="Target server version (default: the installed)."),
-    server_version: str | None = typer.Option(None, "--server-version", hidden=True,
-                                              help="Same as --version."),
     config: str | None = typer.Option(None, "--config", help="A config file to check."),
     dsn: str | None = typer.Option(None, "--dsn", help="A running server to check (its "
                                    "password is better given by --dsn-file or "
@@ -257,7 +245,7 @@ def check_cmd(
                                  help="oltp, olap, mixed or kv: for the rules and --diff."),
     allow_unsafe: bool = typer.Option(False, "--allow-unsafe",
                                       help="Durability risks are warnings, not failures."),
-    fmt: str = typer.Option("text", "--format", help="text, json or junit."),
+    fmt: str = format_option(FORMATS),
     json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
     fail_on: str = typer.Option("fail", "--fail-on", help="warn or fail: exit 1 from here."),
 ) -> None:
@@ -268,9 +256,6 @@ def check_cmd(
     from pmem_advisor.rules.checks import build_input, run_checks
     from pmem_advisor.rules.model import severity_rank
 
-    version = one_version(version, server_version)
-    if fmt not in FORMATS:
-        raise UsageError(f"--format {fmt!r}: use text, json or junit")
     if json_out:  # the alias every other command has
         if fmt not in ("text", "json"):
             raise UsageError(f"--json and --format {fmt} contradict each other: give one")

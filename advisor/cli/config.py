@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
 from pmem_advisor.cli.knobs import resolve_engine, resolve_target
-from pmem_advisor.cli.output import console, out, print_json
+from pmem_advisor.cli.output import (
+    chosen_format,
+    console,
+    escape,
+    format_option,
+    note,
+    out,
+    print_json,
+    print_table,
+)
 from pmem_advisor.engines.mysql.parse import parse_mycnf
 from pmem_advisor.engines.postgres.parse import parse_postgresql_conf
 from pmem_advisor.engines.registry import engine_help
@@ -85,7 +93,8 @@ def render(
     engine: str = typer.Argument(..., help=engine_help()),
     sets: list[str] = typer.Option([], "--set", help="NAME=VALUE (repeatable)."),
     flavour: str = typer.Option(None, "--flavour", help="postgresql, mysql or mariadb."),
-    version: str = typer.Option(None, "--version", help="Target server version."),
+    version: str = typer.Option(None, "--version", "--server-version",
+                                help="Target server version."),
     out_file: str = typer.Option(None, "--out", help="Write here (default: stdout)."),
     full: bool = typer.Option(False, "--full", help="postgresql.conf: a complete file."),
     reason: str = typer.Option("requested on the command line", "--reason",
@@ -127,26 +136,26 @@ def parse(
     engine: str = typer.Option(None, "--engine", help="postgres or mysql (default: guess), "
                                "or another engine: " + engine_help()),
     flavour: str = typer.Option(None, "--flavour", help="my.cnf: which server's groups."),
-    version: str = typer.Option(None, "--version", help="my.cnf: server version for groups."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    version: str = typer.Option(None, "--version", "--server-version",
+                                help="my.cnf: server version for groups."),
+    fmt: str = format_option(),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """Show the effective settings of a config file (includes followed) with file:line."""
     if engine is not None:
         engine, flavour = resolve_engine(engine, flavour)
     config = read_config(file, engine, flavour, version)
-    if json_out:
+    if chosen_format(fmt, json_out) == "json":
         kind = engine or ("postgres" if config.format == "postgresql" else "mysql")
         print_json(config.to_dict(), "pmem-advisor.config-parse/1", engine=kind)
         return
-    table = Table(title=f"{config.path} ({config.format}, {len(config.files)} files)")
-    for col in ("name", "value", "where"):
-        table.add_column(col, overflow="fold")
-    for e in config.effective().values():
-        table.add_row(e.name, "(flag)" if e.value is None else e.value,
-                      e.where + (f" [{e.group}]" if e.group else ""))
-    out.print(table)
-    for note in config.notes:
-        console.print(f"note: {note}")
+    rows = [(e.name, "(flag)" if e.value is None else e.value,
+             e.where + (f" [{e.group}]" if e.group else ""))
+            for e in config.effective().values()]
+    print_table(("name", "value", "where"), [[escape(c) for c in r] for r in rows],
+                title=f"{config.path} ({config.format}, {len(config.files)} files)", fmt=fmt)
+    for line in config.notes:
+        note(f"note: {escape(line)}")
 
 
 @config_app.command("validate")
@@ -154,8 +163,10 @@ def validate(
     file: str = typer.Argument(..., help="postgresql.conf or my.cnf (or the engine's own)."),
     engine: str = typer.Argument(..., help=engine_help()),
     flavour: str = typer.Option(None, "--flavour", help="Which server to start."),
-    version: str = typer.Option(None, "--version", help="Server version prefix, e.g. 15."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    version: str = typer.Option(None, "--version", "--server-version",
+                                help="Server version prefix, e.g. 15."),
+    fmt: str = format_option(),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """Start the real server on a temporary data directory with FILE and check every value.
 
@@ -164,35 +175,39 @@ def validate(
     from pmem_advisor.instances import pick_server
 
     engine, flavour = resolve_engine(engine, flavour)
+    fmt = chosen_format(fmt, json_out)
     if engine not in ("postgres", "mysql"):
-        return _validate_by_starting(file, engine, flavour, version, json_out)
+        return _validate_by_starting(file, engine, flavour, version, fmt)
     binary = pick_server(engine, flavour, version)
     config = read_config(file, engine, binary.flavour, binary.version)
     check_flavour(config, engine, binary.flavour, str(binary.version))
     console.print(f"starting {binary.flavour} {binary.version} with {len(config.effective())} "
                   f"settings from {file} ...")
     report = validate_config(config, engine, binary=binary)
-    if json_out:
-        print_json(report.to_dict(), "pmem-advisor.config-validate/1", engine=engine,
-                   flavour=report.flavour, version=str(report.version))
-    else:
-        table = Table(title=f"{file} on {report.flavour} {report.version}")
-        for col in ("name", "requested", "status", "server value", "where", "detail"):
-            table.add_column(col, overflow="fold")
-        colour = {"accepted": "green", "adjusted": "yellow", "rejected": "red"}
-        for c in report.checks:
-            status = f"[{colour.get(c.status, 'white')}]{c.status}[/]"
-            table.add_row(c.name, c.requested or "(flag)", status, c.reported or "",
-                          f"{c.file}:{c.line}", c.detail)
-        out.print(table)
-        for p in report.problems:
-            console.print(f"[red]problem[/]: {p}")
+    _print_report(report, file, fmt)
     if not report.ok:
         raise typer.Exit(EXIT_FINDINGS)
 
 
+def _print_report(report, file: str, fmt: str) -> None:
+    """One row per setting: what was asked, what the server took (with its unit), why."""
+    if fmt == "json":
+        print_json(report.to_dict(), "pmem-advisor.config-validate/1", engine=report.engine,
+                   flavour=report.flavour, version=str(report.version))
+        return
+    colour = {"accepted": "green", "adjusted": "yellow", "rejected": "red"}
+    rows = [(escape(c.name), escape(c.requested or "(flag)"),
+             f"[{colour.get(c.status, 'white')}]{c.status}[/]",
+             escape(c.reported_text or c.reported or ""), escape(f"{c.file}:{c.line}"),
+             escape(c.detail)) for c in report.checks]
+    print_table(("name", "requested", "status", "server value", "where", "detail"), rows,
+                title=f"{file} on {report.flavour} {report.version}", fmt=fmt)
+    for p in report.problems:
+        console.print(f"[red]problem[/]: {escape(p)}")
+
+
 def _validate_by_starting(file: str, engine: str, flavour: str | None, version: str | None,
-                          json_out: bool) -> None:
+                          fmt: str) -> None:
     """Another engine: parse FILE with its parser (values checked against its catalog), then
     start the engine with it (``Engine.validate_by_starting``); a refusal is exit 2 naming the
     setting, a missing binary exit 3 naming the package."""
@@ -217,10 +232,9 @@ def _validate_by_starting(file: str, engine: str, flavour: str | None, version: 
     report = ValidationReport(engine, binary.flavour, str(binary.version), [
         SettingCheck(e.name, e.value, "accepted", e.value, f"{eng.title} started with it",
                      e.file, e.line) for e in config.entries])
-    if json_out:
-        print_json(report.to_dict(), "pmem-advisor.config-validate/1", engine=engine,
-                   flavour=report.flavour, version=report.version)
-    else:
+    if fmt != "table":
+        _print_report(report, file, fmt)
+    else:  # every value was taken: the sentence says it all
         out.print(f"{file}: {eng.title} {binary.version} started with all "
                   f"{len(config.entries)} settings", markup=False, highlight=False)
 

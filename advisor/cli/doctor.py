@@ -12,7 +12,13 @@ from pmem_advisor.capabilities import (
     native_kernel,
     tool_capability,
 )
-from pmem_advisor.cli.output import OutputFormat, escape, print_json, print_table
+from pmem_advisor.cli.output import (
+    chosen_format,
+    escape,
+    format_option,
+    print_json,
+    print_table,
+)
 from pmem_advisor.engines.api import EngineDataError
 from pmem_advisor.engines.registry import broken, get_engine, specs
 
@@ -75,15 +81,13 @@ def all_capabilities() -> list[Capability]:
 
 
 def doctor(
-    fmt: OutputFormat = typer.Option(OutputFormat.text, "--format", metavar="text|tsv|json",
-                                     help="text: a table (one row per line when piped); tsv; "
-                                     "json."),
+    fmt: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """List optional capabilities (pip extras, native kernel, libpmem, servers, load
     generators) and the command that installs each missing one."""
     caps = all_capabilities()
-    if json_out or fmt is OutputFormat.json:
+    if chosen_format(fmt, json_out) == "json":
         print_json({"capabilities": [c.to_dict() for c in caps]}, SCHEMA)
         return
     rows = []

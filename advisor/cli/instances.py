@@ -5,9 +5,17 @@ from __future__ import annotations
 import time
 
 import typer
-from rich.table import Table
 
-from pmem_advisor.cli.output import console, out, print_json
+from pmem_advisor.cli.output import (
+    chosen_format,
+    console,
+    escape,
+    format_option,
+    note,
+    out,
+    print_json,
+    print_table,
+)
 from pmem_advisor.instances import registry
 
 instances_app = typer.Typer(
@@ -28,51 +36,52 @@ def _status(rec: registry.Record) -> dict:
 
 
 @instances_app.command("list")
-def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def list_cmd(
+    fmt: str = format_option(),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
+) -> None:
     """List registered instances and whether their owner and server are alive."""
     records, skipped = registry.scan()
     rows = [_status(r) for r in records]
     for path, why in skipped:
-        console.print(f"note: ignored {path}: {why}")
-    if json_out:
+        console.print(f"note: ignored {path}: {why}", markup=False)
+    if chosen_format(fmt, json_out) == "json":
         print_json(rows, "pmem-advisor.instances/1", key="instances")
         return
     if not rows:
-        console.print(f"no managed instances registered in {registry.state_dir()}")
-        return
-    table = Table(title=f"managed instances ({registry.state_dir()})")
-    table.add_column("id", no_wrap=True)
-    for col in ("server", "state", "server pid", "owner pid", "age"):
-        table.add_column(col)
-    table.add_column("data dir", overflow="fold")
-    for r in rows:
-        table.add_row(
-            r["id"], f"{r['flavour']} {r['version']}" if r["kind"] != "scratch" else r["what"],
-            r["state"],
-            str(r["server_pid"] or "-") + ("" if r["server_running"] else " (down)"),
-            str(r["owner_pid"]), f"{time.time() - r['created']:.0f} s", r["data_dir"],
-        )
-    out.print(table)
+        note(f"no managed instances registered in {escape(str(registry.state_dir()))}")
+    table = [(r["id"], f"{r['flavour']} {r['version']}" if r["kind"] != "scratch" else r["what"],
+              r["state"],
+              str(r["server_pid"] or "-") + ("" if r["server_running"] else " (down)"),
+              str(r["owner_pid"]), f"{time.time() - r['created']:.0f} s", r["data_dir"])
+             for r in rows]
+    print_table(("id", "server", "state", "server pid", "owner pid", "age", "data dir"),
+                [[escape(str(c)) for c in r] for r in table],
+                title=f"managed instances ({registry.state_dir()})", fmt=fmt)
 
 
 @instances_app.command("reap")
-def reap_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def reap_cmd(
+    fmt: str = format_option(("text", "json")),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
+) -> None:
     """Stop the servers of instances whose owning run died and remove their files.
 
     Instances of runs that are still alive are never touched; only directories that carry the
     dead instance's marker are removed, and only its own server processes are signalled."""
     notes: list[str] = []
     reaped = registry.reap_stale(notes)
-    for note in notes:
-        console.print(f"note: {note}")
-    if json_out:
+    for line in notes:
+        console.print(f"note: {line}", markup=False)
+    if chosen_format(fmt, json_out) == "json":
         print_json([r.id for r in reaped], "pmem-advisor.instances-reaped/1", key="reaped")
         return
     if not reaped:
-        console.print("nothing to reap")
-    for r in reaped:
+        note("nothing to reap")
+    for r in reaped:  # what was done is the result: stdout
         what = r.what if r.kind == "scratch" else f"{r.flavour} {r.version}"
-        console.print(f"reaped {r.id} ({what}, owner pid {r.owner_pid} gone)")
+        out.print(f"reaped {r.id} ({what}, owner pid {r.owner_pid} gone)", markup=False,
+                  highlight=False)
 
 
 @instances_app.command("fetch-postgres")

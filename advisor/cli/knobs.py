@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from pmem_advisor.cli.output import OutputFormat, detail, note, print_json, print_table
+from pmem_advisor.cli.output import (
+    chosen_format,
+    detail,
+    format_option,
+    note,
+    print_json,
+    print_table,
+)
 from pmem_advisor.engines.registry import engine_help
 from pmem_advisor.errors import EnvironmentProblem
 from pmem_advisor.knobs.catalog import load_catalog
@@ -23,9 +30,12 @@ def resolve_engine(engine: str, flavour: str | None) -> tuple[str, str | None]:
 
 def resolve_target(engine: str, flavour: str | None, version: str | None
                    ) -> tuple[str | None, str | None]:
-    """Flavour and version from the options, else from the local server binary (mysql)."""
+    """Flavour and version from the options, else from the local server binary (mysql with a
+    version: the installed server of that version decides MySQL or MariaDB)."""
     engine, flavour = resolve_engine(engine, flavour)
     if engine == "mysql" and flavour is None:
+        if version is None:  # MySQL means MySQL; MariaDB when asked for (recommend's rule)
+            return "mysql", None
         try:
             from pmem_advisor.instances import pick_server
 
@@ -50,9 +60,7 @@ def knobs(
                                 help="Server version, e.g. 18, 8.0.36, 10.11."),
     curated: bool = typer.Option(False, "--curated", help="Only the knobs pmem-advisor judges "
                                  "and tunes (safety class, ranges); not every server setting."),
-    fmt: OutputFormat = typer.Option(OutputFormat.text, "--format", metavar="text|tsv|json",
-                                     help="text: a table (one row per line when piped); tsv; "
-                                     "json."),
+    fmt: str = format_option(),
     json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """List the knobs pmem-advisor knows: type, default, range, scope and safety.
@@ -65,7 +73,7 @@ def knobs(
     engine = resolve_engine(engine, flavour)[0]
     catalog = load_catalog(engine, flavour, version)
     shown = list(catalog) if curated else catalog.all()
-    if json_out or fmt is OutputFormat.json:
+    if chosen_format(fmt, json_out) == "json":
         print_json({"source": catalog.generated_from or "manual",
                     "knobs": [k.to_dict() for k in shown],
                     "absent": sorted(catalog.absent),

@@ -27,7 +27,8 @@ app = typer.Typer(
     "and which config should the database run with here?",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish)
+    add_completion=True,  # registers the shells; installing is `completion install` (hidden here)
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -87,6 +88,12 @@ _check.register(app)
 from pmem_advisor.cli import workload as _workload  # noqa: E402
 
 _workload.register(app)
+from pmem_advisor.cli import help as _help  # noqa: E402
+
+_help.register(app)
+from pmem_advisor.cli import completion as _completion  # noqa: E402
+
+_completion.register(app)
 # -- command registrations end --
 
 
@@ -123,7 +130,8 @@ def docs_metavars(command: Any) -> Any:
     try:  # --help is made on demand: make it now so that it shows no "<bool>" either
         from typer._click import Context
 
-        help_option = command.get_help_option(Context(command))
+        help_option = command.get_help_option(Context(command,
+                                                      **(command.context_settings or {})))
         if help_option is not None:
             help_option.metavar = ""
     except Exception:  # a Typer without these internals: cosmetic only
@@ -134,9 +142,50 @@ def docs_metavars(command: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; every failure is one line on stderr and a documented exit code."""
-    command = docs_metavars(typer.main.get_command(app))
+    """Run the CLI; every failure is one line on stderr and a documented exit code. A reader
+    that stops early (``| head -1``) is not a failure: exit 0, nothing more written."""
     try:
+        code = _run(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away: point stdout at /dev/null so that nothing (the
+    interpreter's last flush included) fails on it again, and end as a success."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # a stdout without a descriptor (tests)
+        pass
+    return 0
+
+
+def _unwrap_pacified_streams() -> bool:
+    """Whether click met a closed stdout (it then wraps both streams to silence their last
+    flush and exits 1); the streams are unwrapped again."""
+    pacified = False
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if type(stream).__name__ == "PacifyFlushWrapper":
+            setattr(sys, name, stream.wrapped)
+            pacified = True
+    return pacified
+
+
+def build_command() -> Any:
+    """The click command tree of the app, with the conventions every command follows."""
+    from pmem_advisor.cli.conventions import apply_conventions
+
+    return docs_metavars(apply_conventions(typer.main.get_command(app)))
+
+
+def _run(argv: list[str] | None) -> int:
+    try:
+        command = build_command()
         rv = command.main(args=argv, prog_name="pmem-advisor", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
     except ServerError as e:
@@ -148,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as e:
         return e.exit_code
     except SystemExit as e:  # --show-completion/--install-completion exit by themselves
+        if _unwrap_pacified_streams():  # click's own answer to EPIPE on stdout: exit 1
+            return _stdout_closed()
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except typer.Abort:
         return _fail("interrupted", EXIT_INTERRUPTED)
@@ -159,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except BrokenPipeError:
-        return 0
+        return _stdout_closed()
     except ModuleNotFoundError as e:  # a command of an extra the install does not have
         missing = _missing_extra(e)
         if missing is None:

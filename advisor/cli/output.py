@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import enum
+import errno
 import json
 import sys
 from collections.abc import Iterable, Sequence
@@ -27,20 +28,61 @@ from rich.text import Text
 from pmem_advisor.report.describe import EMULATION_NOTE
 from pmem_advisor.schemas import stamp
 
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """rich would exit 1 here; a reader that went away (``| head``) is main()'s to end,
+        with exit 0 (see cli.main)."""
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the reader of the output went away")
+
+
 # Human-facing output goes to stderr so that ``--json`` on stdout stays machine-readable.
-console = Console(stderr=True, highlight=False)
-out = Console(highlight=False, soft_wrap=True)
+console = _Console(stderr=True, highlight=False)
+out = _Console(highlight=False, soft_wrap=True)
 
 # 0 quiet (-q), 1 normal, 2 verbose (-v); set once by the root command in cli/main.py.
 VERBOSITY = 1
 
 
 class OutputFormat(enum.StrEnum):
-    """What ``--format`` accepts: a table (rich on a terminal, plain when piped), tsv, json."""
+    """What ``--format`` accepts where a table is printed: a table (rich on a terminal, plain
+    when piped), tsv, json."""
 
-    text = "text"
+    table = "table"
     tsv = "tsv"
     json = "json"
+
+
+TABLE_FORMATS = ("table", "tsv", "json")
+# Spellings kept from earlier releases: a script that said --format text still works.
+FORMAT_ALIASES = {"text": "table"}
+
+
+def format_option(formats: Sequence[str] = TABLE_FORMATS, *, help: str | None = None) -> Any:
+    """The one ``--format`` option: the first of ``formats`` is the default; a format the
+    command does not print is bad usage (exit 2) naming the ones it does."""
+    import typer
+
+    def check(value: str) -> str:
+        chosen = FORMAT_ALIASES.get(value, value) if FORMAT_ALIASES.get(value) in formats \
+            else value
+        if chosen not in formats:
+            raise typer.BadParameter(f"{value!r} is not a format of this command; it prints "
+                                     f"{', '.join(formats)}")
+        return chosen
+
+    default_help = {"table": "table: a table (one row per line, never wrapped, when piped)",
+                    "tsv": "tsv: tab-separated with a header line", "json": "json: JSON",
+                    "text": "text: lines a person reads", "junit": "junit: JUnit XML for CI",
+                    "conf": "conf: the config file", "sql": "sql: statements that apply it"}
+    return typer.Option(formats[0], "--format", metavar="|".join(formats), callback=check,
+                        help=help or "; ".join(default_help.get(f, f) for f in formats) + ".")
+
+
+def chosen_format(fmt: str, json_out: bool = False) -> str:
+    """``--json`` is short for ``--format json``."""
+    return "json" if json_out else fmt
 
 
 def set_verbosity(level: int) -> None:
@@ -97,7 +139,7 @@ def print_table(
     rows: Iterable[Sequence[Any]],
     *,
     title: str | None = None,
-    fmt: OutputFormat | str = OutputFormat.text,
+    fmt: OutputFormat | str = OutputFormat.table,
 ) -> None:
     """Rows on stdout: a rich table on a terminal; piped, one row per line that never wraps.
 
@@ -105,7 +147,7 @@ def print_table(
     spaces). Cells may hold rich markup; it is stripped outside the terminal. The title goes
     to stderr when the output is not a rich table, so stdout holds only the rows.
     """
-    fmt = OutputFormat(fmt)
+    fmt = OutputFormat(FORMAT_ALIASES.get(str(fmt), str(fmt)))
     rows = [list(r) for r in rows]
     if fmt is OutputFormat.tsv:
         if title:
@@ -151,7 +193,8 @@ def print_json(data: Any, schema: str | None = None, **target: Any) -> None:
 
 
 __all__ = [
-    "EMULATION_NOTE", "OutputFormat", "console", "detail", "escape", "note", "out",
+    "EMULATION_NOTE", "FORMAT_ALIASES", "OutputFormat", "TABLE_FORMATS", "chosen_format",
+    "console", "format_option", "detail", "escape", "note", "out",
     "plain_text", "print_json", "print_table", "progress", "set_verbosity", "stamp",
     "stdout_is_terminal", "warn",
 ]

@@ -9,7 +9,9 @@ from rich.table import Table
 
 from pmem_advisor.cli.output import (
     EMULATION_NOTE,
+    chosen_format,
     console,
+    format_option,
     note,
     out,
     print_json,
@@ -48,7 +50,10 @@ def probe(
         None, "--save", help="Save exactly what the probe read to this .tar.gz snapshot."),
     path: list[str] = typer.Option(
         [], "--path", help="A path to place (data dir, WAL dir): mount, medium, DAX. Repeatable."),
-    json_out: bool = typer.Option(False, "--json", help="Print the profile as JSON on stdout."),
+    fmt: str = format_option(("table", "json"),
+                             help="table: the summary, its tables one row per line when piped; "
+                             "json: the profile (schema pmem-advisor.probe/1)."),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
     out_file: str | None = typer.Option(None, "--out", help="Write the profile JSON to FILE."),
     bandwidth: list[str] = typer.Option(
         [], "--bandwidth", help="Measure read/write bandwidth on this path. Repeatable."),
@@ -95,7 +100,7 @@ def probe(
         backup = write_file_safely(out_file, json.dumps(profile, indent=2) + "\n")
         if backup:
             note(f"kept the previous {out_file} as {backup}")
-    if json_out:
+    if chosen_format(fmt, json_out) == "json":
         print_json(profile)
     else:
         _print_summary(profile)

@@ -10,7 +10,9 @@ from rich.markup import escape
 
 from pmem_advisor.cli.output import (
     EMULATION_NOTE,
+    chosen_format,
     console,
+    format_option,
     note,
     out,
     print_json,
@@ -61,6 +63,13 @@ def split_engine(engine: str) -> tuple[str, str | None]:
     return eng.name, flavour
 
 
+def mysql_means_mysql(engine: str, flavour: str | None) -> str | None:
+    """``mysql`` without a version targets MySQL (the installed one, else the newest LTS the
+    catalogs know), never the MariaDB that happens to be installed: MariaDB when asked for
+    (``mariadb``, ``--flavour mariadb``, or a 10.x/11.x ``--version``)."""
+    return "mysql" if engine == "mysql" and flavour is None else flavour
+
+
 def installed_version(engine: str, flavour: str | None) -> tuple[str | None, str | None]:
     """The best installed server's (flavour, version), when --version is not given."""
     from pmem_advisor.engines.registry import get_engine
@@ -88,14 +97,6 @@ def parse_memory(text: str) -> int:
     return n
 
 
-def one_version(version: str | None, server_version: str | None) -> str | None:
-    """--version, or its other spelling --server-version (hidden): the same target version."""
-    if version and server_version and version != server_version:
-        raise UsageError(f"--version {version} and --server-version {server_version} "
-                         "contradict each other: give one")
-    return version or server_version
-
-
 def refuse_control_characters(flag: str, path: str | None) -> None:
     """A path with a newline or other control character would become a second line in the
     config file's comments and in the shell commands of the OS steps: refuse it."""
@@ -114,12 +115,26 @@ def build_recommendation(engine: str, *, profile=None, root=None, version=None, 
     for flag, path in (("--data-dir", data_dir), ("--wal-dir", wal_dir)):
         refuse_control_characters(flag, path)
     given_version = version
+    target_note = None
     if version is None:
-        flavour, version = installed_version(eng, flavour)
+        flavour, version = installed_version(eng, mysql_means_mysql(eng, flavour))
+        if eng == "mysql" and flavour == "mysql" and version is None:
+            from pmem_advisor.knobs.catalog import load_catalog
+
+            version = load_catalog("mysql", "mysql", None).version
+            target_note = (f"target: MySQL {version}, the newest LTS the catalogs know (no MySQL "
+                           "server here; --version chooses another, `recommend mariadb` "
+                           "targets MariaDB)")
     memory_bytes = parse_memory(memory) if memory else None
     live = profile is None and root is None
     prof = load_profile(profile, root, [data_dir, wal_dir])
+    # the target build's features (lz4) from the server installed here; another host's
+    # (--profile/--root) are not this host's build: unknown there
+    from pmem_advisor.engines.api import get_engine
+
+    features = get_engine(eng).build_features(flavour, version) if live else frozenset()
     facts = build_facts(prof, engine=eng, flavour=flavour, version=version, workload=workload,
+                        features=features,
                         data_dir=data_dir, wal_dir=wal_dir, memory_bytes=memory_bytes, cpus=cpus,
                         clients=clients, allow_unsafe=allow_unsafe, root=root, medium=medium,
                         interleave_cpuless=interleave_cpuless, target=True)
@@ -139,6 +154,8 @@ def build_recommendation(engine: str, *, profile=None, root=None, version=None, 
                        "the profile" if profile else f"the tree {root}")
     if line:
         rec.notes.insert(0, line)
+    if target_note:
+        rec.notes.insert(0, target_note)
     if root is not None:  # a machine tree: say when a directory is not in it (never silently /)
         for p, given in ((facts.data, data_dir), (facts.wal, wal_dir)):
             inside = os.path.join(root, str(given or "").lstrip("/"))
@@ -182,9 +199,10 @@ def _memory_flag(n: int) -> str:
     return f"{n >> 30}G" if n % (1 << 30) == 0 else f"{-(-n // MIB)}M"
 
 
-def emit(rec) -> str:
-    """The config text through the knobs emitters, every line with its rule and reason."""
-    from pmem_advisor.knobs.emit import Header, Setting, emit_config
+def emit(rec, fmt: str = "conf") -> str:
+    """The config text (``conf``) or the statements that apply it (``sql``) through the
+    knobs emitters, every line with its rule and reason."""
+    from pmem_advisor.knobs.emit import Header, Setting, emit_config, emit_sql
 
     f = rec.facts
     notes = list(rec.header_notes())
@@ -198,17 +216,20 @@ def emit(rec) -> str:
                     notes=tuple(notes), steps=tuple(rec.os_steps), findings=tuple(rec.findings))
     settings = [Setting(s.name, s.value, f"{s.rule} [{', '.join(s.insights)}] {s.reason}"
                         if s.insights else f"{s.rule}: {s.reason}") for s in rec.settings]
+    if fmt == "sql":
+        return emit_sql(f.engine, settings, header).text
     return emit_config(f.engine, settings, header).text
+
+
+FORMATS = ("table", "tsv", "conf", "sql", "json")
 
 
 def recommend_cmd(
     engine: str = typer.Argument(..., help=engine_help()),
     profile: str | None = typer.Option(None, "--profile", help="A probe profile (JSON)."),
     root: str | None = typer.Option(None, "--root", help="Probe a machine tree below DIR."),
-    version: str | None = typer.Option(None, "--version", help="Target server version (18, "
-                                       "8.0.36; default: the installed)."),
-    server_version: str | None = typer.Option(None, "--server-version", hidden=True,
-                                              help="Same as --version."),
+    version: str | None = typer.Option(None, "--version", "--server-version",
+                                       help="Server version (18, 8.0.36)."),
     workload: str = typer.Option("oltp", "--workload", help="oltp, olap, mixed or kv."),
     memory: str | None = typer.Option(None, "--memory", help="RAM of the target host for the "
                                       "server, e.g. 64G (any host, not only this one)."),
@@ -228,10 +249,14 @@ def recommend_cmd(
         False, "--interleave-cpuless",
         help="When interleaving memory, include CPU-less nodes (CXL, kmem PMEM) too."),
     out_file: str | None = typer.Option(None, "--out", help="Write the config file here."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    fmt: str = format_option(FORMATS, help="table: knob, value, default, why, source (one "
+                             "row per line when piped); tsv; conf: the config file as --out "
+                             "writes it; sql: ALTER SYSTEM (PostgreSQL), SET PERSIST (MySQL 8) "
+                             "or SET GLOBAL and my.cnf lines (MariaDB), each saying whether a "
+                             "reload or a restart applies it; json."),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """Recommend a config from the papers' rules, each line with its reason and source."""
-    version = one_version(version, server_version)
     rec = build_recommendation(engine, profile=profile, root=root, version=version,
                                workload=workload, memory=memory, cpus=cpus, data_dir=data_dir,
                                wal_dir=wal_dir, clients=clients, allow_unsafe=allow_unsafe,
@@ -242,18 +267,27 @@ def recommend_cmd(
             console.print(f"kept the previous {out_file} as {backup}")
     if rec.emulated:
         console.print(EMULATION_NOTE)
-    if json_out:
+    fmt = chosen_format(fmt, json_out)
+    if fmt == "json":
         print_json(rec.to_json(), "pmem-advisor.recommend/1")
         return
-    _print_table(rec)
+    if fmt in ("conf", "sql"):
+        out.file.write(emit(rec, fmt))
+        out.file.flush()
+        for n in rec.notes:
+            note(f"note: {escape(n)}")
+        return
+    _print_table(rec, fmt)
     if out_file:
         console.print(f"wrote {out_file}")
 
 
-def _print_table(rec) -> None:
+def _print_table(rec, fmt: str = "table") -> None:
     """The settings as a table on stdout (one row per line when piped, so grep finds a knob),
     then withheld values, the worst case, OS steps and findings; notes go to stderr."""
     f = rec.facts
+    # tsv is rows only (a program reads it); the lines below the table then go to stderr
+    extra = out if fmt == "table" else console
     rows = []
     for s in rec.settings:
         value = f"[bold red]{escape(s.text)}[/]" if s.unsafe else escape(s.text)
@@ -262,22 +296,22 @@ def _print_table(rec) -> None:
                      escape(f"{s.rule} {src}")))
     if rows or f.engine in ("postgres", "mysql"):
         print_table(("knob", "value", "default", "why", "source"), rows,
-                    title=f"{f.flavour} {f.version or '(newest)'} - {f.workload}")
+                    title=f"{f.flavour} {f.version or '(newest)'} - {f.workload}", fmt=fmt)
     else:  # an advice-only engine: the findings and OS steps below are the advice
         target = " ".join(x for x in (f.flavour, f.version) if x)
-        out.print(escape(f"{target}: no settings to size here; the findings and OS steps "
+        extra.print(escape(f"{target}: no settings to size here; the findings and OS steps "
                          "below are the advice"), soft_wrap=True)
     for w in rec.withheld:
-        out.print(escape(f"withheld (needs --allow-unsafe): {w.name} = {w.text}  [{w.rule}] "
+        extra.print(escape(f"withheld (needs --allow-unsafe): {w.name} = {w.text}  [{w.rule}] "
                          f"{w.reason}"), soft_wrap=True)
     if rec.memory_line():
-        out.print(escape(f"memory: {rec.memory_line()}"), soft_wrap=True)
+        extra.print(escape(f"memory: {rec.memory_line()}"), soft_wrap=True)
     for s in rec.os_steps:
         mark = "[bold red]DESTRUCTIVE[/] " if s.destructive else ""
-        out.print(f"os step {escape(f'[{s.rule}]')}: {mark}{escape(s.command)}\n"
+        extra.print(f"os step {escape(f'[{s.rule}]')}: {mark}{escape(s.command)}\n"
                   f"    why: {escape(s.reason)}", soft_wrap=True)
     for x in rec.findings:
-        out.print(escape(f"{x.severity}: [{x.rule}] {x.message}" +
+        extra.print(escape(f"{x.severity}: [{x.rule}] {x.message}" +
                          (f" -> {x.fix}" if x.fix else "")), soft_wrap=True)
     for n in rec.notes:
         note(f"note: {escape(n)}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from pmem_advisor.cli.output import console, print_json
+from pmem_advisor.cli.output import chosen_format, console, format_option, print_json
 from pmem_advisor.cli.output import out as stdout
 from pmem_advisor.errors import UsageError
 
@@ -15,7 +15,10 @@ def report(
     directory: str = typer.Argument(..., help="A tune output directory (holds study.db)."),
     storage: str = typer.Option(None, "--storage", help="SQLAlchemy URL instead of study.db."),
     study: str = typer.Option(None, "--study", help="Study name (when the storage has several)."),
-    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    fmt: str = format_option(("text", "json"),
+                             help="text: the verdict and the files; json: the summary "
+                             "(schema pmem-advisor.tune-summary/1)."),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
     offline: bool = typer.Option(False, "--offline", help="Embed plotly.js in report.html "
                                  "(one self-contained file) instead of plotly.min.js beside it."),
 ) -> None:
@@ -33,7 +36,7 @@ def report(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     st = load_existing(open_storage(storage or default_url(out)), study)
     summary = write_reports(st, out, offline=offline)
-    if json_out:
+    if chosen_format(fmt, json_out) == "json":
         print_json(summary)
         return
     from pmem_advisor.report.describe import outcome_lines

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
+from pmem_advisor.cli.output import (
+    EMULATION_NOTE,
+    chosen_format,
+    console,
+    format_option,
+    out,
+    print_json,
+)
 from pmem_advisor.engines.registry import engine_help
 from pmem_advisor.knobs.units import parse_bytes
 
@@ -31,7 +38,7 @@ def tune(
                             help="A live server whose max_connections is the production one."),
     dsn_file: str = typer.Option(None, "--dsn-file", help="Read --dsn from this file."),
     flavour: str = typer.Option(None, "--flavour", help="mariadb or mysql (or postgresql)."),
-    server_version: str = typer.Option(None, "--server-version",
+    server_version: str = typer.Option(None, "--version", "--server-version",
                                        help="Server version to tune, e.g. 15 or 10.11."),
     data_dir: str = typer.Option(None, "--data-dir", help="New or empty data directory."),
     wal_dir: str = typer.Option(None, "--wal-dir", help="New or empty WAL/redo directory."),
@@ -52,7 +59,10 @@ def tune(
                                  help="Embed plotly in report.html (no file beside it)."),
     heartbeat: int = typer.Option(10, "--heartbeat", help="Worker heartbeat seconds.",
                                   hidden=True),
-    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    fmt: str = format_option(("text", "json"),
+                             help="text: the verdict and the files; json: the summary "
+                             "(schema pmem-advisor.tune-summary/1)."),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """Tune a config on managed servers: trial 0 defaults, trial 1 rules-only, then search.
 
@@ -90,7 +100,7 @@ def tune(
                             trial_estimate_s=req.trial_seconds())
 
     summary = run_tune(req, progress=progress, console=console)
-    if json_out:
+    if chosen_format(fmt, json_out) == "json":
         print_json(summary)
     else:
         print_outcome(summary)

@@ -6,9 +6,16 @@ import time
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
-from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
+from pmem_advisor.cli.output import (
+    EMULATION_NOTE,
+    chosen_format,
+    console,
+    escape,
+    format_option,
+    print_json,
+    print_table,
+)
 from pmem_advisor.engines.api import loadable_engines
 from pmem_advisor.engines.registry import get_engine, specs
 from pmem_advisor.errors import EnvironmentProblem, InputError, ServerError, UsageError
@@ -39,19 +46,19 @@ def _describe(name: str, cls: object = None, engines: list[str] | None = None) -
 
 
 @workload_app.command("list")
-def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def list_cmd(
+    fmt: str = format_option(),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
+) -> None:
     """List the named workloads, their engines and what --scale means for each."""
     rows = [_describe(n) for n in all_workloads()] + _engine_rows()
-    if json_out:
+    if chosen_format(fmt, json_out) == "json":
         print_json(rows, "pmem-advisor.workloads/1", key="workloads")
         return
-    table = Table(title="pmem-advisor workloads")
-    for col in ("name", "engines", "kind", "scale", "options"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        table.add_row(r["name"], "/".join(r["engines"]), r["kind"], r["scale"],
-                      ", ".join(r["options"]) or "-")
-    out.print(table)
+    print_table(("name", "engines", "kind", "scale", "options"),
+                [[escape(c) for c in (r["name"], "/".join(r["engines"]), r["kind"], r["scale"],
+                                      ", ".join(r["options"]) or "-")] for r in rows],
+                title="pmem-advisor workloads", fmt=fmt)
 
 
 def _engine_rows() -> list[dict]:
@@ -108,7 +115,7 @@ def run_cmd(
     data_dir: Path | None = typer.Option(None, "--data-dir", help="Data directory (new/empty)."),
     wal_dir: Path | None = typer.Option(None, "--wal-dir", help="WAL/redo directory."),
     server_version: str | None = typer.Option(
-        None, "--server-version", help="Server version to pick, e.g. 15 or 18.6."),
+        None, "--version", "--server-version", help="Server version to pick, e.g. 15 or 18.6."),
     flavour: str | None = typer.Option(None, "--flavour", help="mariadb or mysql."),
     script: Path | None = typer.Option(
         None, "--script", help="pgbench-custom / sql-file: the script to run."),
@@ -116,7 +123,8 @@ def run_cmd(
         None, "--setup", help="pgbench-custom / sql-file: SQL run once to create the data."),
     option: list[str] = typer.Option(
         [], "--option", help="Workload option KEY=VALUE (e.g. tables=2, density=0.1)."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    fmt: str = format_option(),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """Run one measured benchmark on a fresh managed server started with --config."""
     managed = [e.name for e in loadable_engines() if e.instance_class is not None]
@@ -185,20 +193,18 @@ def run_cmd(
         "emulated_pmem": emulated,
         "raw": result.raw,
     }
-    if json_out:
+    if chosen_format(fmt, json_out) == "json":
         print_json(data, "pmem-advisor.workload-run/1", engine=engine,
                    flavour=binary.flavour, version=str(binary.version))
         return
     lat = result.latency_ms
-    table = Table(title=f"{workload} on {binary.flavour} {binary.version}")
-    for col in ("clients", f"{result.unit}/s", "p50 ms", "p95 ms", "p99 ms", "errors",
-                "measured s"):
-        table.add_column(col, justify="right")
-    table.add_row(str(result.clients), f"{result.throughput_tps:.1f}",
+    print_table(("clients", f"{result.unit}/s", "p50 ms", "p95 ms", "p99 ms", "errors",
+                 "measured s"),
+                [(str(result.clients), f"{result.throughput_tps:.1f}",
                   *(f"{lat[p]:.3f}" if lat.get(p) is not None else "-"
                     for p in ("p50", "p95", "p99")),
-                  str(result.errors), f"{result.duration_s:.1f}")
-    out.print(table)
+                  str(result.errors), f"{result.duration_s:.1f}")],
+                title=f"{workload} on {binary.flavour} {binary.version}", fmt=fmt)
 
 
 def register(app: typer.Typer) -> None:

@@ -232,6 +232,27 @@ class Engine(ABC):
         ``knobs.emit.EmittedConfig`` (text, warnings, resolved settings); an engine that cannot
         write its config raises a one-line UsageError."""
 
+    def build_features(self, flavour: str | None, version: str | None) -> frozenset[str]:
+        """What the installed server of ``version`` was built with ({"lz4", "zstd"}), read
+        from the build; empty when unknown or not installed (the rules then assume none)."""
+        return frozenset()
+
+    takes_sql = False  # settings a client sets with SQL statements (sql_statement below)
+
+    def no_sql(self) -> UsageError:
+        return UsageError(f"--format sql is for servers a client configures (PostgreSQL, "
+                          f"MySQL, MariaDB), not {self.title}",
+                          hint="use --format conf for its own config file")
+
+    def sql_statement(self, knob: Any, value: Any, flavour: str, version: str | None) -> Any:
+        """The ``knobs.emit.Statement`` that sets ``knob`` to ``value`` on a running server
+        (``recommend --format sql``, ``check --diff``); engines with ``takes_sql``."""
+        raise self.no_sql()
+
+    def sql_epilogue(self, statements: list[Any]) -> list[str]:
+        """Lines after the statements (what applies them, what they cannot set)."""
+        return []
+
     @abstractmethod
     def parse_config(self, text: str, origin: str) -> dict[str, str]:
         """``{knob name: value text}`` of a config in this engine's format, for ``check

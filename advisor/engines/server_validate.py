@@ -31,10 +31,11 @@ class SettingCheck:
     name: str
     requested: str | None
     status: str  # accepted | adjusted | rejected | unverified
-    reported: str | None = None
+    reported: str | None = None  # as the server reports it (pg_settings: in its base unit)
     detail: str = ""
     file: str = ""
     line: int = 0
+    reported_text: str | None = None  # the same with its unit, as a person reads it (6GB)
 
 
 @dataclass
@@ -178,6 +179,7 @@ def validate_config(config: ConfigFile, engine: str, *, flavour: str | None = No
         knob = catalog.knobs.get(name) if catalog else None
         if knob is None and engine == "postgres" and name in extra.get("meta", {}):
             knob = _pg_adhoc(name, extra["meta"][name])
+        check.reported_text = _with_unit(knob, reported[name])
         if not _compare(engine, entry, reported[name], knob):
             check.status = "adjusted"
             took = reported[name]
@@ -188,6 +190,17 @@ def validate_config(config: ConfigFile, engine: str, *, flavour: str | None = No
                     pass
             check.detail = adjusted_log.get(name, f"server took {took}")
     return report
+
+
+def _with_unit(knob: Knob | None, reported: str) -> str:
+    """A reported value in the units a person reads: pg_settings' effective_cache_size 786432
+    (8kB pages) is 6GB; a value without a unit stays as it is."""
+    if knob is None or knob.type not in ("size", "duration") and not knob.unit:
+        return reported
+    try:
+        return knob.render(knob.parse(reported, check_range=False))
+    except (UsageError, ValueError, TypeError):
+        return reported
 
 
 def _catalog_or_none(engine: str, flavour: str, version: str) -> Catalog | None:

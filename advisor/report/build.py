@@ -158,7 +158,8 @@ def write_config(out: Path, summary: dict[str, Any], space: SearchSpace, catalog
     path = out / config_name(space.engine)
     rendered = {n: _show(catalog, n, v) for n, v in sorted(g.settings.items())}
     summary["apply"] = apply_lines(space.engine, str(path.resolve()), rendered,
-                                   _restart_knobs(sorted(rendered), catalog), space.flavour)
+                                   _restart_knobs(sorted(rendered), catalog), space.flavour,
+                                   catalog)
     header = [
         f"pmem-advisor tune: {space.flavour} {space.version}, workload {summary['workload']}, "
         f"objective {summary['objective']}",

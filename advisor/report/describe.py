@@ -105,23 +105,29 @@ def caveat_lines(summary: dict[str, Any]) -> list[str]:
 
 
 def apply_lines(engine: str, path: str, settings: dict[str, str], restart: list[str],
-                flavour: str | None = None) -> list[str]:
-    """How to deploy: an include line, or statements (values already rendered); engines
-    other than PostgreSQL and MySQL/MariaDB say it themselves (Engine.apply_lines)."""
-    if engine not in ("postgres", "mysql"):
-        return api.get_engine(engine).apply_lines(path, settings, restart, flavour)
+                flavour: str | None = None, catalog: Any = None) -> list[str]:
+    """How to deploy: an include line, or the statements ``recommend --format sql`` prints
+    (the engine's ``sql_statement``: MySQL wants bytes, not "1G"); engines without SQL
+    settings say it themselves (Engine.apply_lines). ``settings``: rendered values."""
+    eng = api.get_engine(engine)
+    if not eng.takes_sql:
+        return eng.apply_lines(path, settings, restart, flavour)
+    if catalog is None:
+        from pmem_advisor.knobs.catalog import load_catalog
+
+        catalog = load_catalog(engine, flavour, None)
+    statements = [eng.sql_statement(catalog.get(k), catalog.get(k).parse(v, check_range=False),
+                                    flavour or catalog.flavour, catalog.version)
+                  for k, v in settings.items()]
+    sql = [f"  {st.sql}" for st in statements if st.sql]
     if engine == "postgres":
-        out = [f"apply: add `include '{path}'` at the end of postgresql.conf, or run:"]
-        out += [f"  ALTER SYSTEM SET {k} = '{v}';" for k, v in settings.items()]
-        out.append("  then SELECT pg_reload_conf();"
-                   + (f" and restart for {', '.join(restart)}" if restart else ""))
-        return out
-    # MariaDB has no SET PERSIST: SET GLOBAL lasts until the restart, the file after it
-    verb = "SET GLOBAL" if flavour == "mariadb" else "SET PERSIST"
+        return ([f"apply: add `include '{path}'` at the end of postgresql.conf, or run:"] + sql
+                + ["  then SELECT pg_reload_conf();"
+                   + (f" and restart for {', '.join(restart)}" if restart else "")])
+    lost = any(st.config_line for st in statements)  # MariaDB: SET GLOBAL until the restart
     out = [f"apply: add `!include {path}` at the end of my.cnf (later settings win), or run"
-           + (" (until the next restart; keep the file for after it):" if verb == "SET GLOBAL"
-              else ":")]
-    out += [f"  {verb} {k} = {v};" for k, v in settings.items() if k not in restart]
+           + (" (until the next restart; keep the file for after it):" if lost else ":")]
+    out += sql
     if restart:
         out.append(f"  restart needed for {', '.join(restart)} (read at startup only)")
     return out

@@ -43,3 +43,12 @@ def test_validation_rejects_broken_documents():
     with pytest.raises(jsonschema.ValidationError):
         schemas.validate({"schema": "pmem-advisor.doctor/1", "tool_version": "x",
                           "target": {"engine": "oracle"}, "capabilities": []})
+
+
+def test_the_envelope_names_every_registered_engine_and_flavour():
+    """The engines are data (advisor/engines/*/): the envelope's lists follow them."""
+    from pmem_advisor.engines.api import specs
+
+    target = schemas.load("envelope")["properties"]["target"]["properties"]
+    assert set(target["engine"]["enum"]) - {None} == {s.name for s in specs()}
+    assert set(target["flavour"]["enum"]) - {None} == {f for s in specs() for f in s.flavours}

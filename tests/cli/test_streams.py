@@ -119,11 +119,11 @@ def test_help_metavars_read_like_the_docs(run_cli):
     _, out, _ = run_cli("config", "render", "--help")
     assert "NAME=VALUE" in out
     _, out, _ = run_cli("--help")
-    assert "-v" in out and "-q" in out and "--install-completion" in out
+    assert "-v" in out and "-q" in out and "completion" in out
 
 
 def test_shell_completion_script(run_cli):
-    code, out, _ = run_cli("--show-completion", "bash")
+    code, out, _ = run_cli("completion", "show", "bash")
     assert code == 0 and "_PMEM_ADVISOR_COMPLETE" in out
 
 

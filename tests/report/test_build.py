@@ -201,11 +201,13 @@ def test_apply_lines_use_each_servers_statements():
                                                        "innodb_log_file_size": "256M"},
                         ["innodb_log_file_size"], "mariadb")
     assert "!include /etc/my.tuned.cnf" in maria[0]
-    assert "  SET GLOBAL innodb_buffer_pool_size = 1G;" in maria
-    assert not any("PERSIST" in ln or "SET GLOBAL innodb_log_file_size" in ln for ln in maria)
+    # bytes: `SET GLOBAL innodb_buffer_pool_size = 1G` is MariaDB's error 1232
+    assert "  SET GLOBAL innodb_buffer_pool_size = 1073741824;" in maria
+    assert "  SET GLOBAL innodb_log_file_size = 268435456;" in maria  # dynamic since 10.9
+    assert not any("PERSIST" in ln for ln in maria)
     mysql = apply_lines("mysql", "/etc/my.tuned.cnf", {"innodb_buffer_pool_size": "1G"}, [],
                         "mysql")
-    assert "  SET PERSIST innodb_buffer_pool_size = 1G;" in mysql
+    assert "  SET PERSIST innodb_buffer_pool_size = 1073741824;" in mysql
 
 
 def test_a_risky_value_kept_with_allow_unsafe_says_unsafe_on_its_line():

@@ -103,12 +103,25 @@ def temptable_ram(f: Facts) -> int:
     return max(2 * MB, min(own, f.memory_bytes // 16) // MB * MB)  # 2 MB: the server minimum
 
 
+# Above the application's clients, for the DBA's sessions, monitoring and backup tools (the
+# server keeps one more for an account with CONNECTION_ADMIN/SUPER by itself).
+TOOL_CONNECTIONS = 10
+
+
+def connections_reason(f: Facts) -> str:
+    if f.clients:
+        return (f"{f.clients} clients (--clients) + {TOOL_CONNECTIONS} for monitoring, backup "
+                "and admin sessions (the server adds 1 for CONNECTION_ADMIN itself)")
+    return (f"{CONNECTIONS[f.workload]} for {f.workload} (no --clients given; pass it: the "
+            f"clients + {TOOL_CONNECTIONS} reserved are sized then)")
+
+
 def settings(f: Facts) -> dict[str, object]:
     pool = buffer_pool(f)
     out: dict[str, object] = {
         "innodb_buffer_pool_size": Bytes(pool),
         **redo(f), **io(f),
-        "max_connections": f.clients + 10 if f.clients else CONNECTIONS[f.workload],
+        "max_connections": f.clients + TOOL_CONNECTIONS if f.clients else CONNECTIONS[f.workload],
         "innodb_log_buffer_size": Bytes(64 * MB if f.workload != "olap" else 16 * MB),
     }
     if not f.mariadb:  # MariaDB has no TempTable engine (tmp_table_size bounds its temp tables)
@@ -152,6 +165,7 @@ class MysqlBaseline(Rule):
                "innodb_log_files_in_group": "dedicated server 8.0.14+: files by buffer pool",
                "innodb_flush_method": ("O_DIRECT: no double caching in the OS page cache (8.0's "
                                        "dedicated server would pick O_DIRECT_NO_FSYNC, a "
-                                       "durability risk: not followed)")}
+                                       "durability risk: not followed)"),
+               "max_connections": connections_reason(f)}
         return [Set(k, v, f"baseline: {why.get(k, 'sized for ' + medium(f) + ', ' + f.workload)}")
                 for k, v in settings(f).items()]

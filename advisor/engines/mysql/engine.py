@@ -9,7 +9,7 @@ from typing import Any
 
 from pmem_advisor.engines.base import ServerEngine
 from pmem_advisor.engines.mysql.baseline import MysqlBaseline
-from pmem_advisor.engines.mysql.emit import emit_mycnf
+from pmem_advisor.engines.mysql.emit import emit_mycnf, sql_epilogue, sql_statement
 from pmem_advisor.engines.mysql.instance import MySQLInstance
 from pmem_advisor.engines.mysql.memory import fit_mysql, mysql_worst_case
 from pmem_advisor.engines.mysql.parse import parse_mycnf_text
@@ -33,6 +33,16 @@ class MysqlEngine(ServerEngine):
 
     def emit(self, settings, header=None, *, catalog=None, fragment=True):
         return emit_mycnf(settings, header or Header(), catalog=catalog)
+
+    takes_sql = True
+
+    def sql_statement(self, knob, value, flavour, version):
+        # MySQL 8 persists SET PERSIST in mysqld-auto.cnf; MariaDB has no persisted variables
+        persisted = flavour == "mysql" and parse_version(version or "8.4")[0] >= 8
+        return sql_statement(knob, value, flavour, persisted)
+
+    def sql_epilogue(self, statements):
+        return sql_epilogue(statements)
 
     def parse_config(self, text: str, origin: str) -> dict[str, str]:
         parsed = parse_mycnf_text(text, origin)

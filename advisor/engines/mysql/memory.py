@@ -156,6 +156,9 @@ def fit_mysql(rec: Recommendation, view, budget: int) -> None:
         _scale_mysql_buffers(rec, view, est, budget, at_least_default=False)
 
 
+BUFFER_BLOCK = 16 * KB
+
+
 def _scale_mysql_buffers(rec: Recommendation, view, est: MemoryEstimate, budget: int, *,
                          at_least_default: bool) -> None:
     """Scale the per-connection buffers down together; ``at_least_default``: none below the
@@ -175,7 +178,10 @@ def _scale_mysql_buffers(rec: Recommendation, view, est: MemoryEstimate, budget:
             continue
         if knob == "max_heap_table_size" and part not in parts:
             continue
-        new = max(16 * KB, int(base * factor) // KB * KB)
+        # a whole number of 16 KiB: the server rounds these buffers to its block size (MariaDB
+        # keeps tmp_table_size/max_heap_table_size in 16 KiB steps, read buffers in 4 KiB);
+        # a value it would round is not the value it runs with (seen applying the SQL output)
+        new = max(BUFFER_BLOCK, int(base * factor) // BUFFER_BLOCK * BUFFER_BLOCK)
         default = _default_bytes(view, knob)
         why = "with the other per-connection buffers"
         if at_least_default and default is not None:

@@ -28,9 +28,26 @@ def medium(f: Facts) -> str:
     return "ssd" if m in ("unknown", "tmpfs") else m
 
 
+# Above the application's clients: superuser_reserved_connections' 3 (only a superuser may
+# take them) and 7 for the DBA's own sessions, monitoring and backup tools.
+SUPERUSER_RESERVED = 3
+TOOL_CONNECTIONS = 7
+
+
 def connections(f: Facts) -> int:
-    # the benchmark/app's clients plus 10 for superuser_reserved_connections and tools
-    return f.clients + 10 if f.clients else CONNECTIONS[f.workload]
+    if f.clients:
+        return f.clients + SUPERUSER_RESERVED + TOOL_CONNECTIONS
+    return CONNECTIONS[f.workload]
+
+
+def connections_reason(f: Facts) -> str:
+    if f.clients:
+        return (f"{f.clients} clients (--clients) + {SUPERUSER_RESERVED} "
+                f"superuser_reserved_connections + {TOOL_CONNECTIONS} for monitoring, backup "
+                "and admin sessions")
+    return (f"pgtune's {CONNECTIONS[f.workload]} for {f.workload} (no --clients given; pass "
+            f"it: the clients + {SUPERUSER_RESERVED + TOOL_CONNECTIONS} reserved are sized "
+            "then)")
 
 
 def memory(f: Facts) -> dict[str, object]:
@@ -170,6 +187,7 @@ class PostgresBaseline(Rule):
                "effective_io_concurrency": f"prefetch depth {medium(f)} sustains",
                "wal_buffers": "3% of shared_buffers, at most 16 MB",
                "work_mem": "RAM left / (3 x (connections + workers))"}
-        out = [Set(k, v, f"pgtune: {why.get(k, 'baseline for ' + f.workload)}")
+        out = [Set(k, v, connections_reason(f) if k == "max_connections" else
+                   f"pgtune: {why.get(k, 'baseline for ' + f.workload)}")
                for k, v in settings(f).items()]
         return out + [Set(k, v, reason) for k, (v, reason) in extras(f).items()]

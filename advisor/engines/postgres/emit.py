@@ -11,6 +11,7 @@ from pmem_advisor.knobs.emit import (
     EmittedConfig,
     Header,
     Setting,
+    Statement,
     catalog_for,
     checked,
     header_lines,
@@ -51,3 +52,23 @@ def emit_postgresql_conf(settings: list[Setting], header: Header = Header(), *,
                 lines.append(f"#{knob.name} = {pg_value_text(knob, knob.default)}"
                              f"  # default ({knob.scope})")
     return EmittedConfig(checked("\n".join(lines) + "\n"), warnings, resolved)
+
+
+def sql_statement(knob: Knob, value: Any) -> Statement:
+    """ALTER SYSTEM for every setting a config file may hold (postgresql.auto.conf keeps it);
+    the catalog's scope says whether a reload or a restart applies it."""
+    if knob.scope in ("reinit", "compile") or not knob.config_file:
+        how = one_line(knob.init_option or "set when the data directory is created")
+        return Statement(knob.name, None, f"not settable by SQL: {how}", True)
+    restart = knob.scope == "restart"
+    return Statement(knob.name, f"ALTER SYSTEM SET {knob.name} = {quote(knob.render(value))};",
+                     "restart applies it" if restart else
+                     "reload applies it (SELECT pg_reload_conf())", restart)
+
+
+def sql_epilogue(statements: list[Statement]) -> list[str]:
+    lines = ["SELECT pg_reload_conf();  -- applies the reloadable settings now"]
+    restart = [st.name for st in statements if st.restart and st.sql]
+    if restart:
+        lines.append(f"-- then restart the server for: {', '.join(restart)}")
+    return lines

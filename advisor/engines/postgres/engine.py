@@ -10,11 +10,13 @@ from typing import Any
 from pmem_advisor.capabilities import install_hint
 from pmem_advisor.engines.base import ServerEngine
 from pmem_advisor.engines.postgres.baseline import PostgresBaseline
-from pmem_advisor.engines.postgres.emit import emit_postgresql_conf
+from pmem_advisor.engines.postgres.emit import emit_postgresql_conf, sql_epilogue, sql_statement
+from pmem_advisor.engines.postgres.features import postgres_build_features
 from pmem_advisor.engines.postgres.instance import PostgresInstance
 from pmem_advisor.engines.postgres.memory import fit_postgres, postgres_worst_case
 from pmem_advisor.engines.postgres.parse import parse_postgresql_text
 from pmem_advisor.engines.postgres.pgbench import PgbenchCustom, PgbenchTpcb
+from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.knobs.emit import Header
 
 BASELINE = (PostgresBaseline(),)
@@ -26,6 +28,24 @@ class PostgresEngine(ServerEngine):
     def emit(self, settings, header=None, *, catalog=None, fragment=True):
         return emit_postgresql_conf(settings, header or Header(), catalog=catalog,
                                     fragment=fragment)
+
+    def build_features(self, flavour, version):
+        major = str(version).split(".")[0] if version else None
+        try:
+            binary = self.find_binary(flavour, major)
+        except (EnvironmentProblem, UsageError):
+            return frozenset()
+        if major and str(binary.version).split(".")[0] != major:
+            return frozenset()
+        return postgres_build_features(binary.bindir) or frozenset()
+
+    takes_sql = True
+
+    def sql_statement(self, knob, value, flavour, version):
+        return sql_statement(knob, value)
+
+    def sql_epilogue(self, statements):
+        return sql_epilogue(statements)
 
     def parse_config(self, text: str, origin: str) -> dict[str, str]:
         return {e.name: e.value for e in parse_postgresql_text(text, origin).effective().values()}
