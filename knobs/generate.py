@@ -32,7 +32,7 @@ from typing import Any
 
 import jsonschema
 
-from pmem_advisor.fileio import write_file_safely
+from pmem_advisor.fileio import ensure_dir, write_file_safely
 from pmem_advisor.knobs.version import series
 
 OUT_DIR = Path(__file__).resolve().parent / "data" / "generated"
@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{path.name}: {'up to date' if same else 'DIFFERS'}", file=sys.stderr)
             status |= 0 if same else 1
             continue
-        args.out.mkdir(parents=True, exist_ok=True)
+        ensure_dir(args.out)
         write_file_safely(path, text, backup=False)
         print(f"wrote {path} ({len(doc['knobs'])} settings of {doc['server_version']})")
     return status

@@ -89,33 +89,32 @@ def require_trusted(path: str | Path, what: str) -> Path:
 
 def trusted_dir(path: str | Path, what: str, *, mode: int = 0o755) -> Path:
     """Create ``path`` (and missing parents) owned by us with ``mode``, or check the existing
-    one; UntrustedPath when another user could write it or one of its parents."""
-    path = Path(os.path.abspath(path))
-    missing = []
-    p = path
-    while not os.path.lexists(p):
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
-        want = mode if d == path else 0o755  # parents: the server user traverses to siblings
-        try:
-            os.mkdir(d, want)
-        except FileExistsError:
-            pass  # a parallel run made it: checked below like any existing one
-        except OSError as e:
-            from pmem_advisor.fileio import as_error
+    one; UntrustedPath when it is not a directory or another user could write it or one of
+    its parents. Only directories this call made get a mode (fileio.open_dir sets it with
+    ``fchmod`` on what it created): an existing one is used as it is or refused, never
+    chmod-ed, so a variable pointing at /etc/passwd changes nothing."""
+    from pmem_advisor.errors import UsageError
+    from pmem_advisor.fileio import as_error, open_dir
 
-            raise as_error(e, d, "create") from None
-        else:
-            os.chmod(d, want)  # not narrowed by the umask: the server user must traverse
-    path = require_trusted(path, what)
-    st = os.stat(path)
-    wanted = stat.S_IMODE(st.st_mode) | (mode & 0o555)  # ours: open it to the server user
-    if not mode & 0o077:
-        wanted &= ~0o077  # a private one (records, caches) is closed to everybody else
-    if st.st_uid == os.geteuid() and wanted != stat.S_IMODE(st.st_mode):
-        os.chmod(path, wanted)
-    return path
+    path = Path(os.path.abspath(path))
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise as_error(e, path, "use") from None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
+        raise UntrustedPath(f"refusing to use the {what} {path}: it is {kind}",
+                            hint=_fix(path, "symbolic link"))
+    if st is None:
+        try:
+            os.close(open_dir(path, create=True, mode=mode))
+        except UsageError as e:
+            raise UntrustedPath(f"refusing to use the {what} {path}: {e.message}") from None
+        except OSError as e:
+            raise as_error(e, path, "create") from None
+    return require_trusted(path, what)
 
 
 def why_untrusted_tree(root: str | Path) -> str | None:
