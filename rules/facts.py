@@ -7,6 +7,7 @@ so the PMEM rules fire for live runs on machines without PMEM; outputs say so.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -254,7 +255,29 @@ def validate_profile(profile: Any, origin: str = "profile") -> dict:
                       ("memory", dict), ("pmem", dict)):
         if key in profile and profile[key] is not None and not isinstance(profile[key], kind):
             raise InputError(f"{origin}: '{key}' must be a {kind.__name__}")
+    _check_numbers(profile, origin, "")
     return profile
+
+
+PROFILE_NUMBER_MAX = float(1 << 64)  # bytes, counts, rates: nothing a machine has is larger
+
+
+def _check_numbers(value: Any, origin: str, where: str) -> None:
+    """Every number of a profile is finite, not negative (-1 only for a ``*node`` field: the
+    kernel's "no NUMA node") and at most 2**64: 1e400 (inf), 1e308 and -5 are refused with
+    the field's path instead of crashing or printing "2.2e290 PiB" later."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_numbers(v, origin, f"{where}.{k}" if where else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_numbers(v, origin, f"{where}[{i}]")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        low = -1 if where.rsplit(".", 1)[-1].endswith("node") else 0
+        if not math.isfinite(value) or not low <= value <= PROFILE_NUMBER_MAX:
+            why = "out of range" if math.isfinite(value) else "not finite"
+            raise InputError(f"{origin}: '{where}' is {why} (a number from {low} to 2**64 "
+                             "expected)")
 
 
 def _norm_dax(value: Any) -> str | None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from pmem_advisor.cli.knobs import resolve_engine, resolve_target
-from pmem_advisor.cli.output import console, out, print_json
+from pmem_advisor.cli.output import console, out, print_json, styled
 from pmem_advisor.engines.registry import engine_help
 from pmem_advisor.errors import EXIT_FINDINGS, InputError, UsageError
 from pmem_advisor.fileio import write_keeping_backup
@@ -181,12 +182,12 @@ def validate(
             table.add_column(col, overflow="fold")
         colour = {"accepted": "green", "adjusted": "yellow", "rejected": "red"}
         for c in report.checks:
-            status = f"[{colour.get(c.status, 'white')}]{c.status}[/]"
+            status = styled(c.status, colour.get(c.status, "white"))
             table.add_row(c.name, c.requested or "(flag)", status, c.reported or "",
                           f"{c.file}:{c.line}", c.detail)
         out.print(table)
         for p in report.problems:
-            console.print(f"[red]problem[/]: {p}")
+            console.print(Text.assemble(styled("problem", "red"), f": {p}"))
     if not report.ok:
         raise typer.Exit(EXIT_FINDINGS)
 

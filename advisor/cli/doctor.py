@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from pmem_advisor.capabilities import all_capabilities
-from pmem_advisor.cli.output import OutputFormat, escape, print_json, print_table
+from pmem_advisor.cli.output import OutputFormat, print_json, print_table, styled
 
 SCHEMA = "pmem-advisor.doctor/1"
 
@@ -24,9 +24,8 @@ def doctor(
         return
     rows = []
     for c in caps:
-        status = "[green]yes[/]" if c.available else "[yellow]missing[/]"
-        # escape: "pip install 'pmem-advisor[tune]'" is not rich markup
-        rows.append((escape(c.name), status, escape(c.detail), escape(c.how_to_get)))
+        status = styled("yes", "green") if c.available else styled("missing", "yellow")
+        rows.append((c.name, status, c.detail, c.how_to_get))  # text: never markup
     print_table(("capability", "status", "detail", "how to get it"), rows,
                 title="pmem-advisor capabilities", fmt=fmt)
 

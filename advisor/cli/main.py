@@ -91,7 +91,9 @@ _workload.register(app)
 
 
 def _fail(message: str, code: int) -> int:
-    sys.stderr.write(f"pmem-advisor: error: {message}\n")
+    from pmem_advisor.cli.output import safe_text
+
+    sys.stderr.write(f"pmem-advisor: error: {' '.join(safe_text(message).split())}\n")
     return code
 
 
@@ -141,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
         return rv if isinstance(rv, int) else 0
     except ServerError as e:
         if e.log_tail:
-            sys.stderr.write("server log (last lines):\n" + e.log_tail.rstrip() + "\n")
+            from pmem_advisor.cli.output import safe_text
+
+            sys.stderr.write("server log (last lines):\n" + safe_text(e.log_tail.rstrip()) + "\n")
         return _fail(str(e), e.exit_code)
     except AdvisorError as e:
         return _fail(str(e), e.exit_code)

@@ -6,7 +6,7 @@ import json
 import os
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 
 from pmem_advisor.cli.output import (
     EMULATION_NOTE,
@@ -15,6 +15,7 @@ from pmem_advisor.cli.output import (
     out,
     print_json,
     print_table,
+    styled,
 )
 from pmem_advisor.engines.registry import engine_help
 from pmem_advisor.errors import InputError, UsageError
@@ -211,31 +212,30 @@ def _print_table(rec) -> None:
     f = rec.facts
     rows = []
     for s in rec.settings:
-        value = f"[bold red]{escape(s.text)}[/]" if s.unsafe else escape(s.text)
+        value = styled(s.text, "bold red") if s.unsafe else s.text
         src = s.source + (f" [{', '.join(s.insights)}]" if s.insights else "")
-        rows.append((s.name, value, escape(s.default or ""), escape(s.reason),
-                     escape(f"{s.rule} {src}")))
+        rows.append((s.name, value, s.default or "", s.reason, f"{s.rule} {src}"))
     if rows or f.engine in ("postgres", "mysql"):
         print_table(("knob", "value", "default", "why", "source"), rows,
                     title=f"{f.flavour} {f.version or '(newest)'} - {f.workload}")
     else:  # an advice-only engine: the findings and OS steps below are the advice
         target = " ".join(x for x in (f.flavour, f.version) if x)
-        out.print(escape(f"{target}: no settings to size here; the findings and OS steps "
-                         "below are the advice"), soft_wrap=True)
+        out.print(f"{target}: no settings to size here; the findings and OS steps "
+                  "below are the advice", soft_wrap=True)
     for w in rec.withheld:
-        out.print(escape(f"withheld (needs --allow-unsafe): {w.name} = {w.text}  [{w.rule}] "
-                         f"{w.reason}"), soft_wrap=True)
+        out.print(f"withheld (needs --allow-unsafe): {w.name} = {w.text}  [{w.rule}] "
+                  f"{w.reason}", soft_wrap=True)
     if rec.memory_line():
-        out.print(escape(f"memory: {rec.memory_line()}"), soft_wrap=True)
+        out.print(f"memory: {rec.memory_line()}", soft_wrap=True)
     for s in rec.os_steps:
-        mark = "[bold red]DESTRUCTIVE[/] " if s.destructive else ""
-        out.print(f"os step {escape(f'[{s.rule}]')}: {mark}{escape(s.command)}\n"
-                  f"    why: {escape(s.reason)}", soft_wrap=True)
+        mark = styled("DESTRUCTIVE ", "bold red") if s.destructive else ""
+        out.print(Text.assemble(f"os step [{s.rule}]: ", mark,
+                                f"{s.command}\n    why: {s.reason}"), soft_wrap=True)
     for x in rec.findings:
-        out.print(escape(f"{x.severity}: [{x.rule}] {x.message}" +
-                         (f" -> {x.fix}" if x.fix else "")), soft_wrap=True)
+        out.print(f"{x.severity}: [{x.rule}] {x.message}" + (f" -> {x.fix}" if x.fix else ""),
+                  soft_wrap=True)
     for n in rec.notes:
-        note(f"note: {escape(n)}")
+        note(f"note: {n}")
 
 
 def register(app: typer.Typer) -> None:
