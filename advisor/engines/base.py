@@ -209,16 +209,15 @@ class Engine:
 
     def read_config_file(self, path: str) -> dict[str, str]:
         """``parse_config`` of a file; a missing or unreadable file is a one-line UsageError."""
-        from pmem_advisor.errors import InputError
+        import os
 
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
-            raise InputError(f"--config {path}: no such file") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"--config {path}: cannot read it: "
-                             f"{getattr(e, 'strerror', None) or e}") from None
+        from pmem_advisor.errors import InputError
+        from pmem_advisor.knobs.includes import IncludeWalk
+
+        if not os.path.lexists(path):
+            raise InputError(f"--config {path}: no such file")
+        # the one bounded reader of config files: regular files only, size limits
+        text = IncludeWalk(what=f"a {self.config_format} file").read(path, 0, None, None)
         return self.parse_config(text, path)
 
     # -- rules ---------------------------------------------------------------------------
