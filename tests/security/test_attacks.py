@@ -87,6 +87,7 @@ REAPER_ATTACK = r'''
 import glob
 user, victim = sys.argv[1], sys.argv[2]
 open(os.path.join(user, "ready"), "w").close()
+swaps = 0
 while running():
     for inst in glob.glob(os.path.join(user, "remove-*")) + glob.glob(user + "/empty-*"):
         if inst.endswith(".real") or os.path.islink(inst):
@@ -96,8 +97,10 @@ while running():
             os.symlink(victim, inst)
             os.unlink(inst)
             os.rename(inst + ".real", inst)
+            swaps += 1
         except OSError:
             pass
+print(swaps)
 '''
 
 
@@ -134,7 +137,12 @@ def test_the_reaper_never_follows_a_directory_swapped_for_a_link(user_dir, root_
                                   empty=[str(user_dir / f"empty-{rnd}")])
         registry.save(rec)
         registry.reap(rec)  # raised (exit 70) in 5 of 20 rounds before
-    a.stop()
+        for name in ("remove", "empty"):  # the attacker's next round targets only the next
+            for left in (user_dir / f"{name}-{rnd}", user_dir / f"{name}-{rnd}.real"):
+                if left.is_dir() and not left.is_symlink():
+                    registry.remove_tree(left)
+    swaps = a.stop()
+    assert int(swaps.split()[-1]) > 0, swaps  # the attack did run
     assert fingerprint(root_only) == before
 
 
@@ -212,24 +220,29 @@ def test_facts_json_that_is_a_device_or_a_fifo_neither_hangs_nor_eats_memory(bas
         assert seconds < 60
 
 
-def test_a_chain_of_links_cannot_reach_the_host_and_nothing_of_it_is_saved(base):
+@pytest.mark.parametrize("hops", [39, 40, 41])  # around the hop limit, where it was cut
+def test_a_chain_of_links_cannot_reach_the_host_and_nothing_of_it_is_saved(base, hops):
     tree = _tree(base)
     host = base / "host-only"
     host.mkdir()
     marker = "HOSTONLY-" + uuid.uuid4().hex[:8]
     (host / marker).write_text("x")
-    block = tree / "sys" / "block"
-    if block.is_symlink() or block.is_file():
-        block.unlink()
-    elif block.exists():
+    hugepages = tree / "sys/kernel/mm/hugepages"  # a directory the probe lists and saves
+    hugepages.parent.mkdir(parents=True, exist_ok=True)
+    if hugepages.is_symlink() or hugepages.is_file():
+        hugepages.unlink()
+    elif hugepages.exists():
         import shutil
 
-        shutil.rmtree(block)
-    hops = 41  # one more than the hop limit
-    block.symlink_to("/c1")
+        shutil.rmtree(hugepages)
+    hugepages.symlink_to("/c1")
     for i in range(1, hops):
         (tree / f"c{i}").symlink_to(f"/c{i + 1}")
     (tree / f"c{hops}").symlink_to(str(host))  # absolute: re-rooted inside, never the host
+    from pmem_advisor.probes.sysaccess import SysAccess
+
+    jail = SysAccess(str(tree))
+    assert marker not in jail.listdir("/sys/kernel/mm/hugepages")  # it was at 40 hops
     snap = base / "snap.tar.gz"
     code, out, err, seconds = cli("probe", "--root", str(tree), "--json", "--save", str(snap),
                                   timeout=60)
