@@ -8,14 +8,14 @@ from rich.text import Text
 
 from pmem_advisor.cli.knobs import resolve_engine, resolve_target
 from pmem_advisor.cli.output import console, out, print_json, styled
+from pmem_advisor.engines.mysql.parse import parse_mycnf
+from pmem_advisor.engines.postgres.parse import parse_postgresql_conf
 from pmem_advisor.engines.registry import engine_help
 from pmem_advisor.errors import EXIT_FINDINGS, InputError, UsageError
 from pmem_advisor.fileio import write_keeping_backup
 from pmem_advisor.knobs.catalog import load_catalog
 from pmem_advisor.knobs.configfile import ConfigFile, read_head
 from pmem_advisor.knobs.emit import Header, Setting, emit_config
-from pmem_advisor.knobs.parse_mycnf import parse_mycnf
-from pmem_advisor.knobs.parse_pg import parse_postgresql_conf
 
 config_app = typer.Typer(help="Render, parse and validate server config files.",
                          no_args_is_help=True)
@@ -161,8 +161,8 @@ def validate(
     """Start the real server on a temporary data directory with FILE and check every value.
 
     Exit 0 when all are accepted, 1 when any is adjusted or rejected, 2 when FILE is bad."""
+    from pmem_advisor.engines.server_validate import check_flavour, validate_config
     from pmem_advisor.instances import pick_server
-    from pmem_advisor.knobs.validate import check_flavour, validate_config
 
     engine, flavour = resolve_engine(engine, flavour)
     if engine not in ("postgres", "mysql"):
@@ -200,7 +200,7 @@ def _validate_by_starting(file: str, engine: str, flavour: str | None, version: 
     import tempfile
 
     from pmem_advisor.engines.registry import get_engine
-    from pmem_advisor.knobs.validate import SettingCheck, ValidationReport
+    from pmem_advisor.engines.server_validate import SettingCheck, ValidationReport
 
     eng = get_engine(engine)
     binary = eng.find_binary(flavour, version)  # exit 3 naming the package when missing

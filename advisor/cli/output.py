@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from pmem_advisor.report.describe import EMULATION_NOTE
 from pmem_advisor.schemas import stamp
 
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -191,11 +192,6 @@ def print_json(data: Any, schema: str | None = None, **target: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
     sys.stdout.flush()
 
-
-EMULATION_NOTE = (
-    "note: /dev/shm is tmpfs (DRAM-backed); it stands in for persistent memory here, "
-    "as the papers' memmap= emulation did. Real PMEM is slower, above all for writes."
-)
 
 __all__ = [
     "EMULATION_NOTE", "OutputFormat", "SafeConsole", "console", "detail", "note",

@@ -16,7 +16,7 @@ import pwd
 import stat
 from pathlib import Path
 
-from pmem_advisor.errors import EnvironmentProblem
+from pmem_advisor.errors import EnvironmentProblem, as_error
 
 
 class UntrustedPath(EnvironmentProblem):
@@ -94,7 +94,7 @@ def trusted_dir(path: str | Path, what: str, *, mode: int = 0o755) -> Path:
     ``fchmod`` on what it created): an existing one is used as it is or refused, never
     chmod-ed, so a variable pointing at /etc/passwd changes nothing."""
     from pmem_advisor.errors import UsageError
-    from pmem_advisor.fileio import as_error, open_dir
+    from pmem_advisor.fileio import open_dir
 
     path = Path(os.path.abspath(path))
     try:

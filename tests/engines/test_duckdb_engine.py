@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pmem_advisor.engines.api import EvalRequest
 from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.knobs.emit import Header, Setting
 from pmem_advisor.rules.model import Bytes
@@ -82,7 +83,7 @@ def test_validate_by_starting_good_and_bad(duck, tmp_path):
     with pytest.raises(UsageError, match="memory_limit"):
         duck.validate_by_starting("SET memory_limit = '10KB';", tmp_path)
     # a value our catalog cannot judge but DuckDB refuses: DuckDB's own reason comes back
-    from pmem_advisor.engines.duckdb_runner import validate_statements
+    from pmem_advisor.engines.duckdb.runner import validate_statements
 
     with pytest.raises(UsageError, match="DuckDB refused the config at `SET pin_threads"):
         validate_statements(["SET pin_threads = 'sometimes'"], ["pin_threads"], tmp_path)
@@ -119,9 +120,10 @@ def test_evaluator_tiny(duck):
     from pmem_advisor.tuner.evaluator import TrialConfig
 
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
-    ev = duck.evaluator(duck.find_binary(), duck.workload("olap-tpch-lite"), scale=1, clients=1,
+    ev = duck.evaluator(EvalRequest(
+                        duck.find_binary(), duck.workload("olap-tpch-lite"), scale=1, clients=1,
                         duration=0.5, warmup=0.0, data_dir=shm, wal_dir=None,
-                        workdir=tempfile.gettempdir(), catalog=duck.catalog())
+                        workdir=tempfile.gettempdir(), catalog=duck.catalog()))
     scratch = ev.scratch
     with ev:
         m = ev.evaluate(TrialConfig(params={"threads": 1, "memory_limit": 256 * MB}))
@@ -136,7 +138,7 @@ def test_evaluator_tiny(duck):
 
 
 def test_child_over_its_memory_cap_is_killed(tmp_path):
-    from pmem_advisor.engines.duckdb_runner import run_child
+    from pmem_advisor.engines.duckdb.runner import run_child
 
     ans = run_child({"op": "validate", "db": str(tmp_path / "x.duckdb"), "statements": [],
                      "names": []}, timeout=30, memory_cap=1 * MB)

@@ -102,7 +102,7 @@ def _engine(name: str):
 @FUZZ
 @given(lines_of(PG_TOKENS))
 def test_postgresql_conf(text):
-    from pmem_advisor.knobs.parse_pg import parse_postgresql_text
+    from pmem_advisor.engines.postgres.parse import parse_postgresql_text
 
     contract(parse_postgresql_text, text, "postgresql")
 
@@ -110,7 +110,7 @@ def test_postgresql_conf(text):
 @FUZZ
 @given(lines_of(MY_TOKENS))
 def test_my_cnf(text):
-    from pmem_advisor.knobs.parse_mycnf import parse_mycnf_text
+    from pmem_advisor.engines.mysql.parse import parse_mycnf_text
 
     contract(parse_mycnf_text, text, "mycnf")
 
