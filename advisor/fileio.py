@@ -55,7 +55,8 @@ class UnsafePath(UsageError):
     """A path we refuse to act on: a link another user owns, a non-directory on the way."""
 
 
-def _who(uid: int) -> str:
+def who(uid: int) -> str:
+    """``uid 65534 (nobody)``: a user as errors name it."""
     try:
         return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
     except KeyError:
@@ -99,7 +100,7 @@ def open_dir(path: str | Path, *, create: bool = False, mode: int = 0o755) -> in
             if stat.S_ISLNK(st.st_mode):
                 if not _trusted_owner(st.st_uid):
                     raise UnsafePath(f"refusing to follow {here}: a symbolic link owned by "
-                                     f"{_who(st.st_uid)}", hint="give the real path")
+                                     f"{who(st.st_uid)}", hint="give the real path")
                 hops += 1
                 if hops > MAX_LINK_HOPS:
                     raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), here)
@@ -128,13 +129,20 @@ def _mkdir_at(dfd: int, name: str, mode: int) -> None:
         os.mkdir(name, 0o700, dir_fd=dfd)
     except FileExistsError:
         return
+    os.close(_adopt_made(dfd, name, mode))
+
+
+def _adopt_made(dfd: int, name: str, mode: int) -> int:
+    """The descriptor of the directory we just made at ``name``, checked to be ours (a swap
+    in between is refused) and given ``mode`` by ``fchmod``."""
     fd = os.open(name, _DIR_FLAGS, dir_fd=dfd)
     try:
-        st = os.fstat(fd)
-        if st.st_uid == os.geteuid():
-            os.fchmod(fd, mode)
-    finally:
+        fstat_owned(fd, name, owners=(os.geteuid(),))
+        os.fchmod(fd, mode)
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 @contextlib.contextmanager
@@ -173,7 +181,7 @@ def fstat_owned(fd: int, what: str, *, owners: tuple[int, ...] | None = None) ->
     st = os.fstat(fd)
     allowed = owners if owners is not None else (0, os.geteuid())
     if st.st_uid not in allowed:
-        raise UnsafePath(f"refusing to use {what}: it is owned by {_who(st.st_uid)}")
+        raise UnsafePath(f"refusing to use {what}: it is owned by {who(st.st_uid)}")
     return st
 
 
@@ -354,12 +362,9 @@ def make_dir(path: str | Path, mode: int = 0o755) -> int:
     with held_parent(path, "create") as (dfd, name):
         try:
             os.mkdir(name, 0o700, dir_fd=dfd)
-            fd = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+            return _adopt_made(dfd, name, mode)
         except OSError as e:
             raise as_error(e, path, "create") from None
-    fstat_owned(fd, str(path), owners=(os.geteuid(),))
-    os.fchmod(fd, mode)
-    return fd
 
 
 def make_temp_dir(parent_fd: int, prefix: str, mode: int = 0o700) -> tuple[int, str]:
@@ -370,14 +375,7 @@ def make_temp_dir(parent_fd: int, prefix: str, mode: int = 0o700) -> tuple[int, 
             os.mkdir(name, 0o700, dir_fd=parent_fd)
         except FileExistsError:
             continue
-        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
-        try:
-            fstat_owned(fd, name, owners=(os.geteuid(),))
-            os.fchmod(fd, mode)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd, name
+        return _adopt_made(parent_fd, name, mode), name
     raise OSError(errno.EEXIST, "no free temporary name", prefix)
 
 

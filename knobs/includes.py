@@ -26,18 +26,12 @@ import stat
 from dataclasses import dataclass, field
 
 from pmem_advisor.errors import InputError
+from pmem_advisor.fileio import who
 
 MAX_DEPTH = 10
 MAX_FILES = 256
 MAX_FILE_BYTES = 16 << 20  # real config files are kilobytes; this bounds a mistaken path
 MAX_TOTAL_BYTES = 32 << 20
-
-
-def _who(uid: int) -> str:
-    try:
-        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
-    except KeyError:
-        return f"uid {uid}"
 
 
 def _groups(uid: int) -> set[int]:
@@ -155,11 +149,11 @@ class IncludeWalk:
             owner = self.owners.get(including, 0)
             if st.st_uid not in (0, owner):
                 raise InputError(f"{where}: refusing to include {path}: it is owned by "
-                                 f"{_who(st.st_uid)}, not by root or {_who(owner)} who owns "
+                                 f"{who(st.st_uid)}, not by root or {who(owner)} who owns "
                                  f"{including}")
         for uid in sorted(self.users):
             if not readable_by(st, uid):
-                raise InputError(f"{where}: refusing to read {path}: {_who(uid)}, whose "
+                raise InputError(f"{where}: refusing to read {path}: {who(uid)}, whose "
                                  "config includes it, could not read it")
         if st.st_uid != 0:
             self.users.add(st.st_uid)

@@ -147,21 +147,13 @@ class SysAccess:
         following any link (a link that is still there is a loop, or was swapped in)."""
         if self.live:
             return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        self._check_deadline()
-        resolved = self.realpath(path)
-        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            parts = [p for p in resolved.split("/") if p]
-            for i, name in enumerate(parts):
-                last = i == len(parts) - 1
-                flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_NONBLOCK if last else os.O_DIRECTORY)
-                nxt = os.open(name, flags, dir_fd=fd)
-                os.close(fd)
-                fd = nxt
-            return fd
-        except BaseException:
-            os.close(fd)
-            raise
+        parent, name = posixpath.split(self.realpath(path))
+        dfd = self._walk_dir(parent)
+        try:  # the last component: no link followed, and a FIFO's open must not block
+            return os.open(name or ".", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                           | os.O_CLOEXEC, dir_fd=dfd)
+        finally:
+            os.close(dfd)
 
     def _note_dir(self, path: str, names: list[str] | None = None) -> None:
         """Record a directory (and, once listed, what kind each entry is)."""

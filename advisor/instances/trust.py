@@ -12,26 +12,19 @@ traverses them (mode 755; records 700).
 from __future__ import annotations
 
 import os
-import pwd
 import stat
 from pathlib import Path
 
 from pmem_advisor.errors import EnvironmentProblem, as_error
+from pmem_advisor.fileio import who
 
 
 class UntrustedPath(EnvironmentProblem):
     """A directory or file another user could have written: we refuse to use it."""
 
 
-def _who(uid: int) -> str:
-    try:
-        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
-    except KeyError:
-        return f"uid {uid}"
-
-
 def _me() -> str:
-    return _who(os.geteuid())
+    return who(os.geteuid())
 
 
 def _owner_ok(st: os.stat_result) -> bool:
@@ -54,12 +47,12 @@ def why_untrusted(path: str | Path) -> str | None:
     for p in path.parents:  # a link on the way must be ours too: another user could swap it
         lst = os.lstat(p)
         if stat.S_ISLNK(lst.st_mode) and not _owner_ok(lst):
-            return f"{p} is a symbolic link owned by {_who(lst.st_uid)}"
+            return f"{p} is a symbolic link owned by {who(lst.st_uid)}"
     real = Path(os.path.realpath(path))
     for p in [real, *real.parents]:
         st = os.stat(p)
         if not _owner_ok(st):
-            return f"{p} is owned by {_who(st.st_uid)}, not by {_me()}"
+            return f"{p} is owned by {who(st.st_uid)}, not by {_me()}"
         writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
         if st.st_uid == 0 and p != real:
             if writable and not st.st_mode & stat.S_ISVTX:
@@ -127,7 +120,7 @@ def why_untrusted_tree(root: str | Path) -> str | None:
             p = os.path.join(dirpath, name)
             st = os.lstat(p)
             if not _owner_ok(st):
-                return f"{p} is owned by {_who(st.st_uid)}"
+                return f"{p} is owned by {who(st.st_uid)}"
             if not stat.S_ISLNK(st.st_mode) and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
                 return f"{p} is writable by group or others"
     return None

@@ -268,8 +268,8 @@ def test_includes_multiplying_stop_at_the_file_limit_quickly(tmp_path):
 
 
 def test_a_long_line_parses_in_linear_time():
-    from pmem_advisor.errors import InputError
     from pmem_advisor.engines.postgres.parse import parse_postgresql_text
+    from pmem_advisor.errors import InputError
 
     for line in ("a" * 20_000 + "!", "a" * 20_000 + " = " + "b" * 20_000 + " !",
                  "a = '" + "b" * 20_000, "a" + " " * 20_000 + "!"):
