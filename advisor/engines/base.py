@@ -18,7 +18,7 @@ from pmem_advisor.errors import UsageError
 from pmem_advisor.instances.discovery import discover_servers, pick_server, server_status
 from pmem_advisor.knobs.catalog import Catalog, build_catalog
 from pmem_advisor.rules.memory import server_worst_case
-from pmem_advisor.tuner.managed import ManagedEvaluator
+from pmem_advisor.tuner import managed
 from pmem_advisor.workloads.registry import all_workloads, workload_class
 
 if TYPE_CHECKING:
@@ -85,11 +85,11 @@ class ServerEngine(Engine):
         return best is not None, detail
 
     def evaluator(self, request: EvalRequest) -> Evaluator:
-        r = request
-        return ManagedEvaluator(r.binary, r.workload, scale=r.scale, clients=r.clients,
-                                duration=r.duration, warmup=r.warmup, data_dir=r.data_dir,
-                                wal_dir=r.wal_dir, workdir=r.workdir, catalog=r.catalog,
-                                cgroup=r.cgroup)
+        r = request  # managed.ManagedEvaluator looked up now: tests put a fake in its place
+        return managed.ManagedEvaluator(r.binary, r.workload, scale=r.scale, clients=r.clients,
+                                        duration=r.duration, warmup=r.warmup,
+                                        data_dir=r.data_dir, wal_dir=r.wal_dir,
+                                        workdir=r.workdir, catalog=r.catalog, cgroup=r.cgroup)
 
     def memory(self, settings: Mapping[str, Any], *, flavour: str, version: str | None,
                catalog: Catalog | None, host_memory_bytes: int | None = None
