@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from typing import Any
@@ -135,9 +136,34 @@ def docs_metavars(command: Any) -> Any:
     return command
 
 
+NUMBER_FLAG_MAX = 1e12  # seconds, clients, trials, scale: nothing meant is near this
+
+
+def checked_numbers(command: Any) -> Any:
+    """Every int/float option of every command is finite and in 0..NUMBER_FLAG_MAX: ``--duration
+    inf``, ``nan`` or ``-5`` is bad input (exit 2) naming the option, not a hang or a crash."""
+    for param in getattr(command, "params", []):
+        desc = getattr(param, "type_descriptor", None)
+        if getattr(desc, "annotation", None) not in (int, float) or getattr(param, "count", False):
+            continue
+        param.callback = _range_check(param.callback)
+    for sub in (getattr(command, "commands", None) or {}).values():
+        checked_numbers(sub)
+    return command
+
+
+def _range_check(inner: Any) -> Any:
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None and not isinstance(value, bool) and not (
+                math.isfinite(value) and 0 <= value <= NUMBER_FLAG_MAX):
+            raise typer.BadParameter(f"{value!r} is not a number from 0 to {NUMBER_FLAG_MAX:.0e}")
+        return inner(ctx, param, value) if inner is not None else value
+    return check
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every failure is one line on stderr and a documented exit code."""
-    command = docs_metavars(typer.main.get_command(app))
+    command = checked_numbers(docs_metavars(typer.main.get_command(app)))
     try:
         rv = command.main(args=argv, prog_name="pmem-advisor", standalone_mode=False)
         return rv if isinstance(rv, int) else 0

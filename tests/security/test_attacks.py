@@ -331,3 +331,10 @@ def test_the_attacker_is_really_nobody(attacker, user_dir):
     out = a.stop()
     assert out.split()[0] == str(NOBODY.pw_uid) and "[]" in out
 
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-5", "1e400"])
+def test_number_flags_are_finite_and_in_range(value):
+    code, _, err, _ = cli("workload", "run", "postgres", "--workload", "tpcb", "--duration", value)
+    line = one_line_refusal(code, err)
+    assert "--duration" in line and "not a number from 0" in line
