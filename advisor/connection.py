@@ -46,8 +46,10 @@ _MYSQL_SCHEMES = ("mysql", "mariadb")
 _PG_SCHEMES = ("postgresql", "postgres")
 _KNOWN_SCHEMES = (*_MYSQL_SCHEMES, *_PG_SCHEMES, "sqlite", "oracle", "mssql")
 _SECRET_KEYS = r"password|passwd|pwd|sslpassword"
+# The fallback for text no driver parses: a value runs to an unescaped space, as in libpq
+# (``password=a\ b`` is "a b"), or is quoted.
 _KEYWORD_SECRET = re.compile(
-    rf"\b((?:{_SECRET_KEYS})\s*=\s*)('(?:[^'\\]|\\.)*'?|\S+)", re.IGNORECASE
+    rf"\b((?:{_SECRET_KEYS})\s*=\s*)('(?:[^'\\]|\\.)*'?|(?:\\.|\\$|\S)+)", re.IGNORECASE
 )
 _SCHEME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.\-]*):(/*)(.*)$", re.DOTALL)
 ENV_VAR = "PMEM_ADVISOR_DSN"
@@ -157,6 +159,9 @@ def redact_dsn(text: str) -> str:
     """
     if not isinstance(text, str):
         return "***"
+    by_driver = _redacted_by_driver(text)
+    if by_driver is not None:
+        return by_driver
     out = _KEYWORD_SECRET.sub(r"\1***", text)
     m = _SCHEME.match(out)
     if m and "=" not in m.group(1) and (m.group(2) or _scheme(out) in _KNOWN_SCHEMES):
@@ -174,6 +179,33 @@ def redact_dsn(text: str) -> str:
     elif "@" in out and "=" not in out:
         out = "***" + out[out.rfind("@"):]
     return out
+
+
+def _redacted_by_driver(text: str) -> str | None:
+    """The DSN re-rendered by its driver's own parser with the password hidden: libpq's
+    conninfo parser (psycopg) for ``key=value`` strings, SQLAlchemy's URL for URLs of other
+    schemes; None when the driver cannot parse it (the fallback below then redacts)."""
+    scheme = _scheme(text)
+    try:
+        if scheme is None and "=" in text:
+            from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+            parsed = conninfo_to_dict(text.strip())
+            hidden = {k: ("***" if re.fullmatch(_SECRET_KEYS, k) else v)
+                      for k, v in parsed.items() if v is not None}
+            return make_conninfo("", **hidden)
+        if scheme in _MYSQL_SCHEMES or scheme in ("sqlite", "oracle", "mssql"):
+            if text.split("?", 1)[0].count("@") > 1:
+                return None  # a raw '@' in the password: the URL parser cuts it short
+            from sqlalchemy.engine import make_url
+
+            url = make_url(text.strip())
+            query = {k: ("***" if re.fullmatch(_SECRET_KEYS, k, re.IGNORECASE) else v)
+                     for k, v in url.query.items()}
+            return url.set(query=query).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - malformed: the fallback redacts more bluntly
+        return None
+    return None
 
 
 def scrub(message: str, dsn: str) -> str:

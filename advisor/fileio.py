@@ -1,16 +1,30 @@
-"""Writing every file the tool writes: never lose what was there, never follow a planted link.
+"""Every path the tool creates, writes or removes, by descriptor: never lose what was there,
+never follow a planted link, never act on a name another user can swap.
 
-One helper, :func:`write_file_safely`, for configs, reports, summaries, snapshots and records:
+The tool runs as root in directories other users own. A name is checked and then used again
+later only through a descriptor held from the check, so swapping a directory for a symlink in
+between changes nothing. The constructions:
 
-- the new content goes to a temporary file created with ``O_EXCL`` (``tempfile.mkstemp``) in
-  the target's own directory, so a name planted there in advance (a symlink at a guessable
-  ``.NAME.PID.tmp``) is never opened;
-- it is fsynced, renamed over the target (``os.replace`` replaces a symlink itself, never what
-  it points to), and the directory is fsynced, so a crash leaves the old or the new file;
-- an existing file with other content is kept as ``NAME.bak`` (``NAME.bak.1``, ``.2``... when
-  that is taken) by a hard link to its old inode (owner, mode and content for free), or an
-  ``O_EXCL|O_NOFOLLOW`` copy where links are impossible;
-- a target that is a symlink, a directory or not a regular file is refused.
+- **Walking** (:func:`open_dir`): from ``/``, one component at a time with
+  ``O_NOFOLLOW|O_DIRECTORY`` relative to the directory held so far. A symlink on the way is
+  followed (re-walked from ``/`` or the held directory, at most ``MAX_LINK_HOPS`` hops) only
+  when root or we own it: one owned by another user is what that user could point anywhere,
+  and is refused with its name (every component, not only the last).
+- **Writing** (:func:`write_file_safely`): the new content goes to a temporary file created
+  ``O_EXCL|O_NOFOLLOW`` relative to the held parent directory, fsynced, renamed over the
+  target relative to the same descriptor (a rename replaces a symlink itself, never what it
+  points to) and the directory fsynced, so a crash leaves the old or the new file. An existing
+  file with other content is kept as ``NAME.bak`` (``.bak.1``...) by a hard link to its inode
+  (owner, mode, content) or an ``O_EXCL`` copy. A target that is a symlink, a directory or not
+  a regular file is refused.
+- **Creating directories** (:func:`make_dir`, :func:`make_temp_dir`): ``mkdir`` relative to a
+  held parent, then opened ``O_NOFOLLOW`` and checked (``fstat``: a directory, ours) before
+  its mode is set with ``fchmod``. Nothing the tool did not create is ever chmod-ed.
+- **Removing** (:func:`remove_tree`, :func:`empty_dir`): the directory is opened relative to
+  its held parent, the caller's check (the reaper's marker) runs on that descriptor, and its
+  entries are removed relative to it (``unlinkat``; subtrees by ``shutil.rmtree(dir_fd=...)``,
+  whose ``avoids_symlink_attacks`` holds on Linux). The last ``rmdir`` goes through only if the
+  name still names the inode checked.
 
 Errors are one line: a path that cannot be meant (missing directory, a directory, a link) is
 bad input (exit 2); a full, read-only or forbidden filesystem is an environment problem (3).
@@ -18,17 +32,160 @@ bad input (exit 2); a full, read-only or forbidden filesystem is an environment 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import pwd
+import secrets
+import shutil
 import stat
-import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pmem_advisor.errors import UsageError, as_error
 
 _MAX_BACKUPS = 1000
+MAX_LINK_HOPS = 40  # the kernel's own limit (MAXSYMLINKS)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+assert shutil.rmtree.avoids_symlink_attacks, "fd-based rmtree is required"  # noqa: S101
 
 
+class UnsafePath(UsageError):
+    """A path we refuse to act on: a link another user owns, a non-directory on the way."""
+
+
+def who(uid: int) -> str:
+    """``uid 65534 (nobody)``: a user as errors name it."""
+    try:
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _trusted_owner(uid: int) -> bool:
+    return uid in (0, os.geteuid())
+
+
+# -- walking ------------------------------------------------------------------------------------
+def open_dir(path: str | Path, *, create: bool = False, mode: int = 0o755) -> int:
+    """A descriptor of the directory ``path`` (absolute or relative to the cwd), walked from
+    ``/`` without following any link another user owns. ``create`` makes missing components
+    (``mode`` for the last, 0755 for parents, set by ``fchmod`` on what we made only).
+
+    Raises UnsafePath (exit 2) for a foreign link or a non-directory on the way, OSError as is
+    (FileNotFoundError for a missing component when not ``create``)."""
+    text = os.path.abspath(os.fspath(path))
+    parts = [p for p in text.split("/") if p]
+    fd = os.open("/", _DIR_FLAGS)
+    walked = "/"
+    hops = 0
+    try:
+        while parts:
+            name = parts.pop(0)
+            if name == "..":  # abspath removed these; a link target may hold them
+                nxt = os.open("..", _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd, walked = nxt, os.path.dirname(walked)
+                continue
+            here = os.path.join(walked, name)
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                last = not parts
+                _mkdir_at(fd, name, mode if last else 0o755)
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                if not _trusted_owner(st.st_uid):
+                    raise UnsafePath(f"refusing to follow {here}: a symbolic link owned by "
+                                     f"{who(st.st_uid)}", hint="give the real path")
+                hops += 1
+                if hops > MAX_LINK_HOPS:
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), here)
+                target = os.readlink(name, dir_fd=fd)
+                parts = [p for p in target.split("/") if p] + parts
+                if target.startswith("/"):
+                    os.close(fd)
+                    fd, walked = os.open("/", _DIR_FLAGS), "/"
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                raise UnsafePath(f"{here} is not a directory")
+            nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd, walked = nxt, here
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _mkdir_at(dfd: int, name: str, mode: int) -> None:
+    """``mkdir`` relative to ``dfd`` and set ``mode`` on what we made (the umask would narrow
+    it; the server user must traverse parents). A name another process made first is used
+    as found, never chmod-ed."""
+    try:
+        os.mkdir(name, 0o700, dir_fd=dfd)
+    except FileExistsError:
+        return
+    os.close(_adopt_made(dfd, name, mode))
+
+
+def _adopt_made(dfd: int, name: str, mode: int) -> int:
+    """The descriptor of the directory we just made at ``name``, checked to be ours (a swap
+    in between is refused) and given ``mode`` by ``fchmod``."""
+    fd = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+    try:
+        fstat_owned(fd, name, owners=(os.geteuid(),))
+        os.fchmod(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextlib.contextmanager
+def held_dir(path: str | Path, **kw) -> Iterator[int]:
+    """``open_dir`` as a context manager that closes the descriptor."""
+    fd = open_dir(path, **kw)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def held_parent(path: str | Path, verb: str = "write") -> Iterator[tuple[int, str]]:
+    """(descriptor of ``path``'s directory, the last component); one-line errors."""
+    path = Path(os.path.abspath(path))
+    if path.name in ("", ".", ".."):
+        raise UsageError(f"cannot {verb} {path}: not a file name")
+    try:
+        fd = open_dir(path.parent)
+    except FileNotFoundError:
+        raise UsageError(f"cannot {verb} {path}: the directory {path.parent} does not exist",
+                         hint="create it first or choose another path") from None
+    except UnsafePath as e:
+        raise UnsafePath(f"cannot {verb} {path}: {e.message}", hint=e.hint) from None
+    except OSError as e:
+        raise as_error(e, path, verb) from None
+    try:
+        yield fd, path.name
+    finally:
+        os.close(fd)
+
+
+def fstat_owned(fd: int, what: str, *, owners: tuple[int, ...] | None = None) -> os.stat_result:
+    """``fstat`` of a held descriptor; UnsafePath unless root or we (or ``owners``) own it."""
+    st = os.fstat(fd)
+    allowed = owners if owners is not None else (0, os.geteuid())
+    if st.st_uid not in allowed:
+        raise UnsafePath(f"refusing to use {what}: it is owned by {who(st.st_uid)}")
+    return st
+
+
+# -- writing ------------------------------------------------------------------------------------
 def write_file_safely(path: str | Path, data: str | bytes, *, backup: bool = True,
                       mode: int = 0o644) -> Path | None:
     """Write ``data`` to ``path`` atomically; returns the backup kept of the old content.
@@ -39,15 +196,16 @@ def write_file_safely(path: str | Path, data: str | bytes, *, backup: bool = Tru
     """
     path = Path(os.path.abspath(path))
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    try:
-        old = _existing(path)
-        if old is not None and _same_content(path, raw):
-            return None
-        kept = _keep_backup(path) if (backup and old is not None) else None
-        _replace(path, raw, old, mode)
-        return kept
-    except OSError as e:
-        raise as_error(e, path) from None
+    with held_parent(path) as (dfd, name):
+        try:
+            old = _existing(dfd, name, path)
+            if old is not None and _same_content(dfd, name, raw):
+                return None
+            kept = _keep_backup(dfd, name, path) if (backup and old is not None) else None
+            _replace(dfd, name, raw, old, mode)
+            return kept
+        except OSError as e:
+            raise as_error(e, path) from None
 
 
 # Kept for callers written before the keywords existed.
@@ -55,13 +213,9 @@ def write_keeping_backup(path: str | Path, data: str | bytes) -> Path | None:
     return write_file_safely(path, data)
 
 
-def _existing(path: Path) -> os.stat_result | None:
-    parent = path.parent
-    if not parent.is_dir():
-        raise UsageError(f"cannot write {path}: the directory {parent} does not exist",
-                         hint="create it first or choose another path")
+def _existing(dfd: int, name: str, path: Path) -> os.stat_result | None:
     try:
-        st = os.lstat(path)
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
     except FileNotFoundError:
         return None
     if stat.S_ISLNK(st.st_mode):
@@ -74,9 +228,10 @@ def _existing(path: Path) -> os.stat_result | None:
     return st
 
 
-def _same_content(path: Path, raw: bytes) -> bool:
+def _same_content(dfd: int, name: str, raw: bytes) -> bool:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dfd)
     except OSError:
         return False
     with os.fdopen(fd, "rb") as f:
@@ -89,13 +244,14 @@ def backup_name(path: Path, n: int) -> Path:
     return path.with_name(path.name + ".bak" + (f".{n}" if n else ""))
 
 
-def _keep_backup(path: Path) -> Path:
+def _keep_backup(dfd: int, name: str, path: Path) -> Path:
     """Link (or copy) the current file to the first free ``.bak`` name; never overwrites one
     and never follows a link planted at one (link/O_EXCL fail on any existing name)."""
     for n in range(_MAX_BACKUPS):
         candidate = backup_name(path, n)
         try:
-            os.link(path, candidate, follow_symlinks=False)
+            os.link(name, candidate.name, src_dir_fd=dfd, dst_dir_fd=dfd,
+                    follow_symlinks=False)
             return candidate
         except FileExistsError:
             continue
@@ -103,7 +259,7 @@ def _keep_backup(path: Path) -> Path:
             if e.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
                 raise
         try:
-            _copy_exclusive(path, candidate)
+            _copy_exclusive(dfd, name, candidate.name)
             return candidate
         except FileExistsError:
             continue
@@ -111,27 +267,44 @@ def _keep_backup(path: Path) -> Path:
                      hint="remove old .bak files")
 
 
-def _copy_exclusive(src: Path, dst: Path) -> None:
-    sfd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+def _copy_exclusive(dfd: int, src: str, dst: str) -> None:
+    sfd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
     try:
         st = os.fstat(sfd)
-        dfd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                      stat.S_IMODE(st.st_mode))
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", src)
+        dfd2 = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       stat.S_IMODE(st.st_mode), dir_fd=dfd)
         try:
             while chunk := os.read(sfd, 1 << 20):
-                os.write(dfd, chunk)
-            os.fsync(dfd)
+                os.write(dfd2, chunk)
+            os.fsync(dfd2)
         except BaseException:
-            os.close(dfd)
-            os.unlink(dst)
+            os.close(dfd2)
+            os.unlink(dst, dir_fd=dfd)
             raise
-        os.close(dfd)
+        os.close(dfd2)
     finally:
         os.close(sfd)
 
 
-def _replace(path: Path, raw: bytes, old: os.stat_result | None, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def create_exclusive(dfd: int, prefix: str, suffix: str = "", mode: int = 0o600
+                     ) -> tuple[int, str]:
+    """A new file relative to ``dfd`` under a random name (``mkstemp`` with a held
+    directory): (its descriptor, its name). Never opens a name planted in advance."""
+    for _ in range(100):
+        name = f"{prefix}{secrets.token_hex(6)}{suffix}"
+        try:
+            fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         mode, dir_fd=dfd)
+        except FileExistsError:
+            continue
+        return fd, name
+    raise OSError(errno.EEXIST, "no free temporary name", prefix)
+
+
+def _replace(dfd: int, name: str, raw: bytes, old: os.stat_result | None, mode: int) -> None:
+    fd, tmp = create_exclusive(dfd, f".{name}.", ".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
@@ -143,19 +316,22 @@ def _replace(path: Path, raw: bytes, old: os.stat_result | None, mode: int) -> N
             else:
                 os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dfd)
         raise
-    fsync_dir(path.parent)
+    with contextlib.suppress(OSError):
+        os.fsync(dfd)
 
 
+# -- reading our own files ------------------------------------------------------------------------
 def read_text_nofollow(path: str | Path, limit: int = 16 << 20) -> str:
-    """A regular file's text, refusing a symlink or a device (which could be endless)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    """A regular file's text, reached by :func:`open_dir` and opened without following a link
+    or blocking on a FIFO; a device or a file beyond ``limit`` is refused."""
+    with held_parent(path, "read") as (dfd, name):
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dfd)
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             raise UsageError(f"{path} is not a regular file")
@@ -167,8 +343,8 @@ def read_text_nofollow(path: str | Path, limit: int = 16 << 20) -> str:
 
 def fsync_dir(directory: Path) -> None:
     try:
-        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
+        dfd = open_dir(directory)
+    except (OSError, UsageError):
         return
     try:
         os.fsync(dfd)
@@ -178,6 +354,107 @@ def fsync_dir(directory: Path) -> None:
         os.close(dfd)
 
 
+# -- directories we make --------------------------------------------------------------------------
+def make_dir(path: str | Path, mode: int = 0o755) -> int:
+    """Create the directory ``path`` (which must not exist) and return its descriptor, checked
+    to be the directory we made; its parent is walked like any path."""
+    path = Path(os.path.abspath(path))
+    with held_parent(path, "create") as (dfd, name):
+        try:
+            os.mkdir(name, 0o700, dir_fd=dfd)
+            return _adopt_made(dfd, name, mode)
+        except OSError as e:
+            raise as_error(e, path, "create") from None
+
+
+def make_temp_dir(parent_fd: int, prefix: str, mode: int = 0o700) -> tuple[int, str]:
+    """``mkdtemp`` relative to a held directory: (descriptor of the new directory, its name)."""
+    for _ in range(100):
+        name = f"{prefix}{secrets.token_hex(6)}"
+        try:
+            os.mkdir(name, 0o700, dir_fd=parent_fd)
+        except FileExistsError:
+            continue
+        return _adopt_made(parent_fd, name, mode), name
+    raise OSError(errno.EEXIST, "no free temporary name", prefix)
+
+
+# -- removing -------------------------------------------------------------------------------------
+def clear_dir_fd(dfd: int, keep: tuple[str, ...] = (), last: str | None = None) -> None:
+    """Remove every entry of the held directory ``dfd`` (``keep`` excepted; ``last`` removed
+    after all others), each relative to it: a subtree by ``shutil.rmtree(dir_fd=...)``, which
+    never follows a link, anything else by ``unlinkat``."""
+    with os.scandir(dfd) as it:
+        names = sorted((e.name for e in it), key=lambda n: n == last)
+    for name in names:
+        if name in keep:
+            continue
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(name, dir_fd=dfd, ignore_errors=True)
+            else:
+                os.unlink(name, dir_fd=dfd)
+        except FileNotFoundError:
+            continue
+
+
+def remove_tree(path: str | Path, *, check: Callable[[int], str | None] | None = None,
+                keep_dir: bool = False, keep: tuple[str, ...] = (),
+                last: str | None = None) -> str | None:
+    """Remove the directory ``path`` (or, ``keep_dir``, only its contents) by descriptor.
+
+    ``check(fd)`` runs on the opened directory and returns why to leave it alone (or None);
+    everything afterwards happens relative to that same descriptor, so a swap of the name for
+    a link or another directory after the check removes nothing else. Returns why it was left
+    alone, or None (done, or nothing there)."""
+    path = Path(os.path.abspath(path))
+    try:
+        pfd = open_dir(path.parent)
+    except FileNotFoundError:
+        return None
+    except UnsafePath as e:
+        return e.message
+    except OSError as e:
+        return f"{path.parent}: {e.strerror}"
+    try:
+        try:
+            fd = os.open(path.name, _DIR_FLAGS, dir_fd=pfd)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                return f"{path} is not a directory (a symbolic link or a file)"
+            return f"{path}: {e.strerror}"
+        try:
+            why = check(fd) if check is not None else None
+            if why:
+                return why
+            clear_dir_fd(fd, keep, last)
+            if keep_dir:
+                return None
+            held = os.fstat(fd)
+            try:
+                now = os.stat(path.name, dir_fd=pfd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+            if (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+                return f"{path} was replaced while it was being removed"
+            with contextlib.suppress(OSError):
+                os.rmdir(path.name, dir_fd=pfd)
+            return None
+        finally:
+            os.close(fd)
+    finally:
+        os.close(pfd)
+
+
+def unlink_at(dfd: int, name: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=dfd)
+
+
+# -- the tool's own state -------------------------------------------------------------------------
 def trusted_state_dir(name: str = "state") -> Path:
     """``<cache>/<name>`` (default /var/tmp/pmem-advisor/state), created 700 and owned by us,
     or refused (UntrustedPath, exit 3) when another user could write it or a parent: for
@@ -186,3 +463,22 @@ def trusted_state_dir(name: str = "state") -> Path:
     from pmem_advisor.instances.trust import trusted_dir
 
     return trusted_dir(CACHE_ROOT / name, f"{name} directory", mode=0o700)
+
+
+def fd_path(fd: int) -> str:
+    """The path the kernel has for a held descriptor (what we walked, links resolved)."""
+    return os.readlink(f"/proc/self/fd/{fd}")
+
+
+def ensure_dir(path: str | Path, mode: int = 0o755) -> Path:
+    """``mkdir -p`` by descriptor (an output directory): missing components are made with
+    ``mode``, existing ones used as they are; a link another user owns on the way is refused
+    (UnsafePath, exit 2), a read-only or forbidden place is an environment problem (3)."""
+    path = Path(os.path.abspath(path))
+    try:
+        os.close(open_dir(path, create=True, mode=mode))
+    except UnsafePath as e:
+        raise UnsafePath(f"cannot use the directory {path}: {e.message}", hint=e.hint) from None
+    except OSError as e:
+        raise as_error(e, path, "create") from None
+    return path

@@ -7,6 +7,7 @@ import stat
 from dataclasses import dataclass, field
 
 from pmem_advisor.errors import InputError
+from pmem_advisor.knobs.includes import MAX_DEPTH, MAX_FILE_BYTES, IncludeWalk
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class ConfigFile:
     files: list[str] = field(default_factory=list)  # every file read, includes too
     ignored: list[ConfigEntry] = field(default_factory=list)  # my.cnf groups the server skips
     notes: list[str] = field(default_factory=list)  # e.g. include_if_exists of a missing file
+    walk: IncludeWalk = field(default_factory=IncludeWalk, repr=False, compare=False)
 
     def effective(self) -> dict[str, ConfigEntry]:
         """Last one wins, as in the servers."""
@@ -51,8 +53,8 @@ class ConfigFile:
         }
 
 
-MAX_INCLUDE_DEPTH = 10  # PostgreSQL's CONF_FILE_MAX_DEPTH; MySQL nests as deep
-MAX_CONFIG_BYTES = 16 << 20  # real config files are kilobytes; this bounds a mistaken path
+MAX_INCLUDE_DEPTH = MAX_DEPTH  # PostgreSQL's CONF_FILE_MAX_DEPTH; MySQL nests as deep
+MAX_CONFIG_BYTES = MAX_FILE_BYTES
 
 
 def _open_regular(path: str, origin: str | None = None):
@@ -68,11 +70,13 @@ def _open_regular(path: str, origin: str | None = None):
     return os.fdopen(fd, "rb")
 
 
-def config_text(data: bytes) -> str:
-    """A config file's bytes as text: UTF-8, a byte-order mark and CRLF line ends read as the
-    encoding they are (editors on Windows write both), never as part of the first name or of
-    a value."""
-    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+def config_text(data: bytes | str) -> str:
+    """A config file's bytes (or its UTF-8 text) as text: a byte-order mark and CRLF line ends
+    read as the encoding they are (editors on Windows write both), never as part of the first
+    name or of a value."""
+    if isinstance(data, bytes):
+        data = data.decode("utf-8", errors="replace")
+    text = data.removeprefix("\ufeff")
     return text.replace("\r\n", "\n")
 
 
@@ -91,19 +95,11 @@ def refuse_if_not_regular(path: str) -> None:
 
 def read_config_file(path: str, result: ConfigFile, depth: int, origin: str | None,
                      what: str = "a config file") -> str:
-    """The text of one (possibly included) file, recorded in ``result.files``: one-line
-    InputErrors for include loops, unreadable files and binary data."""
-    if depth > MAX_INCLUDE_DEPTH:
-        raise InputError(f"{origin}: includes nested more than {MAX_INCLUDE_DEPTH} deep "
-                         "(a loop?)")
-    try:
-        with _open_regular(path, origin) as f:
-            data = f.read(MAX_CONFIG_BYTES + 1)
-    except OSError as e:
-        raise InputError(f"{origin or path}: cannot read {path}: {e.strerror}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise InputError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB; not {what}")
-    if b"\0" in data:
-        raise InputError(f"{path}: binary data (NUL byte) in {what}")
+    """The text of one (possibly included) file, recorded in ``result.files``, read through
+    the parse's one ``IncludeWalk`` (knobs/includes.py: depth, file-count and byte limits,
+    regular files only, the root trust rule); one-line InputErrors naming file and line."""
+    result.walk.what = what
+    including = origin.rsplit(":", 1)[0] if origin else None
+    text = result.walk.read(path, depth, origin, including)
     result.files.append(path)
-    return config_text(data)
+    return config_text(text)

@@ -41,7 +41,7 @@ from typing import Any
 import jsonschema
 
 from pmem_advisor.errors import EnvironmentProblem, UsageError
-from pmem_advisor.fileio import write_file_safely
+from pmem_advisor.fileio import ensure_dir, write_file_safely
 from pmem_advisor.knobs.version import series
 
 OUT_DIR = Path(__file__).resolve().parent / "data" / "generated"
@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{path.name}: {'up to date' if same else 'DIFFERS'}", file=sys.stderr)
             status |= 0 if same else 1
             continue
-        args.out.mkdir(parents=True, exist_ok=True)
+        ensure_dir(args.out)
         write_file_safely(path, render(doc), backup=False)
         print(f"wrote {path} ({len(doc['knobs'])} settings of {doc['server_version']})")
     return status

@@ -6,6 +6,7 @@ to the parameter's base unit; MySQL and MariaDB accept K M G T P E suffixes on a
 
 from __future__ import annotations
 
+import math
 import re
 
 from pmem_advisor.errors import UsageError
@@ -122,6 +123,7 @@ def render_real(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+MAX_BYTES = 1 << 64  # a size beyond any machine is a typo, not a size
 _BYTES = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 _BYTE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -134,4 +136,7 @@ def parse_bytes(value: object, what: str) -> int:
     m = _BYTES.match(str(value))
     if not m:
         raise UsageError(f"{what}: {value!r} is not a size (e.g. 24G, 512MB)")
-    return int(float(m.group(1)) * _BYTE_UNITS[m.group(2).lower()])
+    n = float(m.group(1)) * _BYTE_UNITS[m.group(2).lower()]
+    if not math.isfinite(n) or n > MAX_BYTES:
+        raise UsageError(f"{what}: {value!r} is beyond any machine (more than 2**64 bytes)")
+    return int(n)

@@ -4,16 +4,16 @@ Virtio, Xen, Hyper-V, NBD, iSCSI, RBD and cloud volumes (EBS, Persistent Disk...
 ``rotational`` flag that says nothing about what is behind them; this module measures instead.
 
 How: a scratch file (``SCRATCH_BYTES``, random data so no layer can skip it as a hole or
-deduplicate it) in a private directory made with ``mkdtemp`` (0700) beside the path on its
-filesystem (``scratch_parent``), created ``O_EXCL|O_NOFOLLOW``; never a device node, never an
-existing file. Then three bounded phases with ``O_DIRECT`` (no page cache), each
-``PHASE_SECONDS`` long: random 4 KiB reads at queue depth 1 (latency), random 4 KiB reads at
-depth ``DEPTH`` (IOPS), random 4 KiB writes at depth ``DEPTH`` (write IOPS, for
-``innodb_io_capacity``). fio runs them where installed; else a small reader of our own (Python
-threads around ``preadv``/``pwritev``: its per-I/O overhead of a few microseconds is far below
-the class boundaries). Everything runs under a deadline (``DEADLINE_SECONDS``): a device that
-does not answer in time is abandoned and reported. The directory and file are removed on
-every path, Ctrl-C included.
+deduplicate it) in a private directory (0700) beside the path on its filesystem
+(``scratch_parent``), created ``O_EXCL|O_NOFOLLOW`` relative to held descriptors; never a device
+node, never an existing file, never a name reached twice (``scratch_file``). Then three bounded
+phases with ``O_DIRECT`` (no page cache), each ``PHASE_SECONDS`` long: random 4 KiB reads at
+queue depth 1 (latency), random 4 KiB reads at depth ``DEPTH`` (IOPS), random 4 KiB writes at
+depth ``DEPTH`` (write IOPS, for ``innodb_io_capacity``). fio runs them where installed; else a
+small reader of our own (Python threads around ``preadv``/``pwritev``: its per-I/O overhead of a
+few microseconds is far below the class boundaries). Everything runs under a deadline
+(``DEADLINE_SECONDS``): a device that does not answer in time is abandoned and reported. The
+directory and file are removed on every path, Ctrl-C included.
 
 Classes (``classify``), from the median queue-depth-1 read latency and the depth-32 IOPS:
 - ``hdd`` when the median read takes >= ``HDD_MIN_LAT_MS`` (1.5 ms): a spinning disk's random
@@ -41,7 +41,6 @@ import random
 import shutil
 import statistics
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -119,25 +118,74 @@ def _check_parent(directory: str) -> None:
                            f"measurement needs {(SCRATCH_BYTES + FREE_MARGIN) >> 20} MiB)")
 
 
+SCRATCH_NAME = "probe.dat"
+
+
 @contextlib.contextmanager
 def scratch_file(path: str, size: int = SCRATCH_BYTES):
-    """A fully written file of ``size`` random bytes near ``path``, removed afterwards."""
+    """A fully written file of ``size`` random bytes near ``path``, removed afterwards.
+
+    The directory beside ``path`` may belong to another user, who can rename anything in it.
+    So nothing is reached by name twice: the parent is held (fileio.open_dir), the private
+    directory is made relative to it and held, the file is created ``O_EXCL`` relative to that
+    and held, and what is yielded is ``/proc/self/fd/N`` of the held file: the native reader
+    re-opens that, and fio (given the descriptor) opens its own ``/proc/self/fd/N``, which
+    names the inode, not a path another user could redirect. The file is unlinked relative to
+    the held private directory and that directory removed only if its name still names it."""
+    from pmem_advisor.errors import UsageError
+    from pmem_advisor.fileio import held_dir, make_temp_dir
+
     parent = scratch_parent(path)
     _check_parent(parent)
+    with contextlib.ExitStack() as stack:
+        try:
+            pfd = stack.enter_context(held_dir(parent))
+            dfd, private = make_temp_dir(pfd, SCRATCH_PREFIX, 0o700)
+        except (OSError, UsageError) as e:
+            raise MeasureError(f"cannot create a scratch directory in {parent}: "
+                               f"{getattr(e, 'message', None) or e.strerror}") from None
+        stack.callback(os.close, dfd)
+        stack.callback(_remove_private, pfd, private, dfd)
+        stack.callback(_unlink_quietly, dfd, SCRATCH_NAME)
+        fd = _create(dfd, parent)
+        stack.callback(os.close, fd)
+        own = os.dup(fd)  # the layout thread closes its own: it may outlive a deadline
+        _bounded(lambda: _layout(own, size), f"laying out {size >> 20} MiB")
+        yield f"/proc/self/fd/{fd}"
+
+
+def _unlink_quietly(dfd: int, name: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=dfd)
+
+
+def _create(dfd: int, parent: str) -> int:
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        private = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=parent)
+        return os.open(SCRATCH_NAME, flags | os.O_DIRECT, 0o600, dir_fd=dfd)
     except OSError as e:
-        raise MeasureError(f"cannot create a scratch directory in {parent}: {e.strerror}"
-                           ) from None
-    file = os.path.join(private, "probe.dat")
+        if e.errno == errno.EINVAL:
+            raise MeasureError("the filesystem refuses O_DIRECT (tmpfs or similar): "
+                               "nothing to measure below the page cache") from None
+        raise MeasureError(f"cannot create a scratch file in {parent}: {e.strerror}") from None
+
+
+def _remove_private(pfd: int, name: str, dfd: int) -> None:
+    """rmdir the private directory by name only while the name still names the directory we
+    hold (its owner may have renamed it and put something else there)."""
     try:
-        _bounded(lambda: _layout(file, size), f"laying out {size >> 20} MiB")
-        yield file
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(file)
+        held, now = os.fstat(dfd), os.stat(name, dir_fd=pfd, follow_symlinks=False)
+    except OSError:
+        return
+    if (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino):
         with contextlib.suppress(OSError):
-            os.rmdir(private)
+            os.rmdir(name, dir_fd=pfd)
+
+
+def _fd_of(file: str) -> int | None:
+    """N of a ``/proc/self/fd/N`` path from ``scratch_file``."""
+    head, _, tail = file.rpartition("/")
+    return int(tail) if head == "/proc/self/fd" and tail.isdigit() else None
 
 
 def _bounded(work, what: str) -> None:
@@ -161,16 +209,8 @@ def _bounded(work, what: str) -> None:
         raise errors[0]
 
 
-def _layout(file: str, size: int) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(file, flags | os.O_DIRECT, 0o600)
-    except OSError as e:
-        if e.errno == errno.EINVAL:
-            raise MeasureError("the filesystem refuses O_DIRECT (tmpfs or similar): "
-                               "nothing to measure below the page cache") from None
-        raise MeasureError(f"cannot create a scratch file in {os.path.dirname(file)}: "
-                           f"{e.strerror}") from None
+def _layout(fd: int, size: int) -> None:
+    """Fill the held file ``fd`` (closed here) with ``size`` random bytes, fsynced."""
     chunk = 1 << 20
     buf = mmap.mmap(-1, chunk)  # page-aligned, as O_DIRECT needs
     try:
@@ -227,9 +267,10 @@ def parse_fio(text: str) -> dict:
 def _run_fio(file: str, size: int, seconds: float, deadline: float) -> dict:
     timeout = max(1.0, deadline - time.monotonic())
     try:
+        fd = _fd_of(file)
         proc = subprocess.Popen(fio_argv(file, size, seconds), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                                errors="replace")
+                                errors="replace", pass_fds=(fd,) if fd is not None else ())
     except OSError as e:
         raise MeasureError(f"fio could not run: {e.strerror}") from None
     try:
@@ -251,7 +292,8 @@ def _run_fio(file: str, size: int, seconds: float, deadline: float) -> dict:
 
 # -- the native reader -------------------------------------------------------------------------
 def _io_loop(file: str, write: bool, until: float, blocks: int, out: list) -> None:
-    flags = (os.O_WRONLY if write else os.O_RDONLY) | os.O_DIRECT | os.O_NOFOLLOW | os.O_CLOEXEC
+    # ``file`` is /proc/self/fd/N of the held scratch file: it re-opens that inode, no name
+    flags = (os.O_WRONLY if write else os.O_RDONLY) | os.O_DIRECT | os.O_CLOEXEC
     fd = os.open(file, flags)
     buf = mmap.mmap(-1, BLOCK)
     rng = random.Random()
@@ -323,6 +365,7 @@ def measure(path: str, *, seconds: float = PHASE_SECONDS, use_fio: bool | None =
     fio = shutil.which("fio") if use_fio is not False else None
     if use_fio and fio is None:
         raise MeasureError("fio is not installed")
+    directory = scratch_parent(path)
     with scratch_file(path, size) as file:
         if time.monotonic() > deadline:
             raise MeasureError(f"laying out {size >> 20} MiB took longer than "
@@ -331,7 +374,6 @@ def measure(path: str, *, seconds: float = PHASE_SECONDS, use_fio: bool | None =
             result, method = _run_fio(file, size, seconds, deadline), "fio"
         else:
             result, method = _run_native(file, size, seconds, deadline), "native"
-        directory = os.path.dirname(os.path.dirname(file))
     depth = DEPTH if method == "fio" else NATIVE_THREADS
     result |= {"method": method, "seconds": round(time.monotonic() - started, 2),
                "depth": depth, "directory": directory,

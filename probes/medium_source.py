@@ -28,7 +28,7 @@ import os
 import time
 
 from pmem_advisor.probes import medium as measuring
-from pmem_advisor.probes.sysaccess import FACTS_FILE, SysAccess
+from pmem_advisor.probes.sysaccess import FACTS_FILE, SysAccess, loads_strict
 
 SOURCES = ("kernel", "measured", "override", "filesystem", "unverified")
 OVERRIDE_CLASSES = ("hdd", "ssd", "nvme")
@@ -88,9 +88,8 @@ def stored_media(access: SysAccess) -> dict:
     """Measurements kept in a captured tree or snapshot (``facts.json`` "media")."""
     if access.live:
         return {}
-    try:
-        with open(access.host_path("/" + FACTS_FILE), encoding="utf-8") as f:
-            media = json.load(f).get("media")
+    try:  # through the jail: facts.json may be a link to /dev/zero, a FIFO, a chain of links
+        media = loads_strict(access.read_bytes("/" + FACTS_FILE, record=False)).get("media")
     except (OSError, ValueError, AttributeError):
         return {}
     return media if isinstance(media, dict) else {}

@@ -29,6 +29,7 @@ from pmem_advisor.probes.sysaccess import (
     META_FILE,
     Recording,
     SysAccess,
+    loads_strict,
 )
 
 SNAPSHOT_SCHEMA = "pmem-advisor.snapshot/1"
@@ -155,15 +156,15 @@ def open_snapshot(path: str) -> SysAccess:
         shutil.rmtree(workdir, True)
         raise InputError(f"{path}: corrupt or unreadable snapshot ({type(e).__name__}: {e})"
                          ) from e
-    try:
-        with open(os.path.join(workdir, META_FILE), encoding="utf-8") as f:
-            meta = json.load(f)
+    access = SysAccess(workdir, kind="snapshot")
+    try:  # through the jail, like every read of the tree
+        meta = loads_strict(access.read_bytes("/" + META_FILE, record=False))
         if meta.get("schema") != SNAPSHOT_SCHEMA:
             raise ValueError(meta.get("schema"))
     except (OSError, ValueError, AttributeError) as e:
         shutil.rmtree(workdir, True)
         raise InputError(f"{path}: not a pmem-advisor snapshot (no valid {META_FILE})") from e
-    return SysAccess(workdir, kind="snapshot")
+    return access
 
 
 def open_root(root: str) -> SysAccess:

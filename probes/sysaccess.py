@@ -1,8 +1,11 @@
 """The one door to the machine: every read of /sys, /proc, /dev and every external tool.
 
-Below a root the tree is a jail: symlinks are resolved inside it (absolute targets re-rooted,
-``..`` stops at the root), files are opened one component at a time without following links,
-only regular files are read and none beyond ``MAX_READ`` (issue 17 item 5).
+Below a root the tree is a jail, and every read of it (``facts.json`` included) goes through
+this object: symlinks are resolved inside it (absolute targets re-rooted, ``..`` stops at the
+root, more than ``_MAX_LINK_HOPS`` links is ELOOP, never "left as is"), files and directories
+are opened one component at a time from a descriptor of the root without following links
+(``O_NOFOLLOW``; a FIFO's open does not block: ``O_NONBLOCK``, then ``fstat``), only regular
+files are read and none beyond ``MAX_READ``, and the whole tree within ``JAIL_SECONDS``.
 
 A ``SysAccess`` has a root. ``/`` is the live machine; any other directory (an extracted
 snapshot, a hand-built test tree) stands in for one. Inside a root, the outputs of external
@@ -22,6 +25,7 @@ import re
 import shutil
 import stat
 import subprocess
+import time
 from dataclasses import dataclass, field
 
 META_DIR = ".pmem-advisor"
@@ -31,6 +35,7 @@ META_FILE = f"{META_DIR}/meta.json"
 COMMAND_TIMEOUT_S = 10
 _MAX_LINK_HOPS = 40
 MAX_READ = 64 << 20  # no probed file is near this; /dev/zero in a tree is endless
+JAIL_SECONDS = 120  # reading a captured tree: a probe reads one in well under a second
 
 
 def _no_constant(name: str) -> None:
@@ -83,38 +88,29 @@ class SysAccess:
         self.kind = kind or ("live" if self.live else "root")
         self.recording: Recording | None = Recording() if record else None
         self._facts: dict | None = None
+        self._deadline = time.monotonic() + JAIL_SECONDS
 
     # -- paths ------------------------------------------------------------------------------
     def host_path(self, path: str) -> str:
         """The path on this host for the absolute in-root ``path`` (lexical: for the live
-        machine and for names; reads below a root go through ``_jailed``)."""
+        machine and for names; reads below a root go through descriptors: ``_walk_dir``)."""
         path = posixpath.normpath("/" + path.lstrip("/"))
         return path if self.live else self.root + path
 
-    def _jailed(self, path: str, *, follow_last: bool = True) -> str:
-        """The host path of ``path`` with every symlink resolved inside the root: a probed
-        tree is a jail (an absolute target is re-rooted, ``..`` stops at the root)."""
-        if self.live:
-            return self.host_path(path)
-        path = posixpath.normpath("/" + path.lstrip("/"))
-        if follow_last:
-            return self.root + self.realpath(path).rstrip("/") if path != "/" else self.root
-        parent, name = posixpath.split(path)
-        return self.root + posixpath.join(self.realpath(parent), name)
+    def _check_deadline(self) -> None:
+        if not self.live and time.monotonic() > self._deadline:
+            raise OSError(errno.ETIMEDOUT, f"reading the tree took more than {JAIL_SECONDS} s",
+                          self.root)
 
-    def _open(self, path: str) -> int:
-        """An fd for reading ``path``: below a root, opened one component at a time without
-        following any link (a link that is still there is a loop, or was swapped in)."""
-        if self.live:
-            return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        resolved = self.realpath(path)
-        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+    def _walk_dir(self, resolved: str) -> int:
+        """A descriptor of the in-root directory ``resolved`` (links already resolved), opened
+        one component at a time from the root without following any link."""
+        self._check_deadline()
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            parts = [p for p in resolved.split("/") if p]
-            for i, name in enumerate(parts):
-                last = i == len(parts) - 1
-                flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_NONBLOCK if last else os.O_DIRECTORY)
-                nxt = os.open(name, flags, dir_fd=fd)
+            for name in [p for p in resolved.split("/") if p]:
+                nxt = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                              dir_fd=fd)
                 os.close(fd)
                 fd = nxt
             return fd
@@ -122,17 +118,65 @@ class SysAccess:
             os.close(fd)
             raise
 
+    def _lstat_in(self, path: str) -> os.stat_result:
+        """lstat of an in-root path whose parent is resolved inside the root."""
+        parent, name = posixpath.split(posixpath.normpath("/" + path.lstrip("/")))
+        fd = self._walk_dir(self.realpath(parent))
+        try:
+            return os.stat(name or ".", dir_fd=fd, follow_symlinks=False)
+        finally:
+            os.close(fd)
+
+    def _is_link(self, path: str) -> bool:
+        if self.live:
+            return os.path.islink(path)
+        try:
+            parent, name = posixpath.split(path)
+            fd = self._walk_dir(parent)  # ``path``'s parent is already resolved here
+        except OSError:
+            return False
+        try:
+            return stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+
+    def _open(self, path: str) -> int:
+        """An fd for reading ``path``: below a root, opened one component at a time without
+        following any link (a link that is still there is a loop, or was swapped in)."""
+        if self.live:
+            return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        parent, name = posixpath.split(self.realpath(path))
+        dfd = self._walk_dir(parent)
+        try:  # the last component: no link followed, and a FIFO's open must not block
+            return os.open(name or ".", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                           | os.O_CLOEXEC, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+
     def _note_dir(self, path: str, names: list[str] | None = None) -> None:
         """Record a directory (and, once listed, what kind each entry is)."""
         if self.recording is None:
             return
         entries = self.recording.dirs.setdefault(posixpath.normpath(path), {})
         for name in names or ():
-            host = os.path.join(self.host_path(path), name)
-            if os.path.islink(host):
-                entries[name] = "link:" + os.readlink(host)
+            inner = posixpath.join(posixpath.normpath(path), name)
+            if self.live:
+                host = os.path.join(self.host_path(path), name)
+                if os.path.islink(host):
+                    entries[name] = "link:" + os.readlink(host)
+                else:
+                    entries[name] = "dir" if os.path.isdir(host) else "file"
+                continue
+            try:
+                mode = self._lstat_in(inner).st_mode
+            except OSError:
+                continue
+            if stat.S_ISLNK(mode):
+                entries[name] = "link:" + (self.readlink(inner) or "")
             else:
-                entries[name] = "dir" if os.path.isdir(host) else "file"
+                entries[name] = "dir" if stat.S_ISDIR(mode) else "file"
 
     # -- reads ------------------------------------------------------------------------------
     def read_bytes(self, path: str, *, record: bool = True) -> bytes:
@@ -156,7 +200,14 @@ class SysAccess:
         return self.read_bytes(path).decode("utf-8", errors="replace")
 
     def exists(self, path: str) -> bool:
-        found = os.path.lexists(self._jailed(path, follow_last=False))
+        if self.live:
+            found = os.path.lexists(path)
+        else:
+            try:
+                self._lstat_in(path)
+                found = True
+            except OSError:
+                found = False
         if found and self.recording is not None:
             if self.is_dir(path):
                 self._note_dir(path)
@@ -165,7 +216,14 @@ class SysAccess:
         return found
 
     def is_dir(self, path: str) -> bool:
-        found = os.path.isdir(self._jailed(path))
+        if self.live:
+            found = os.path.isdir(path)
+        else:
+            try:
+                os.close(self._walk_dir(self.realpath(path)))
+                found = True
+            except OSError:
+                found = False
         if found:
             self._note_dir(path)
         return found
@@ -173,7 +231,14 @@ class SysAccess:
     def listdir(self, path: str) -> list[str]:
         """Sorted entries of a directory; ``[]`` when it does not exist."""
         try:
-            names = sorted(os.listdir(self._jailed(path)))
+            if self.live:
+                names = sorted(os.listdir(path))
+            else:
+                fd = self._walk_dir(self.realpath(path))
+                try:
+                    names = sorted(os.listdir(fd))
+                finally:
+                    os.close(fd)
         except OSError:  # missing, not a directory, forbidden, a loop
             return []
         self._note_dir(path, names)
@@ -181,7 +246,15 @@ class SysAccess:
 
     def readlink(self, path: str) -> str | None:
         try:
-            target = os.readlink(self._jailed(path, follow_last=False))
+            if self.live:
+                target = os.readlink(path)
+            else:
+                parent, name = posixpath.split(posixpath.normpath("/" + path.lstrip("/")))
+                fd = self._walk_dir(self.realpath(parent))
+                try:
+                    target = os.readlink(name, dir_fd=fd)
+                finally:
+                    os.close(fd)
         except OSError:
             return None
         if self.recording is not None:
@@ -191,7 +264,8 @@ class SysAccess:
     def realpath(self, path: str) -> str:
         """Resolve symlinks inside the root (absolute targets are re-rooted, never escape it).
 
-        Missing components are kept lexically, so a planned directory still resolves.
+        Missing components are kept lexically, so a planned directory still resolves. More
+        than ``_MAX_LINK_HOPS`` links: OSError(ELOOP), like the kernel.
         """
         parts = [p for p in posixpath.normpath("/" + path.lstrip("/")).split("/") if p]
         resolved = "/"
@@ -202,12 +276,13 @@ class SysAccess:
                 resolved = posixpath.dirname(resolved)
                 continue
             candidate = posixpath.join(resolved, name)
-            if os.path.islink(self.root + candidate if not self.live else candidate):
+            if self._is_link(candidate):
                 hops += 1
-                target = self.readlink(candidate) if hops <= _MAX_LINK_HOPS else None
-                if target is None:  # a loop: left unresolved, so opening it fails (ELOOP)
-                    resolved = candidate
-                    continue
+                if hops > _MAX_LINK_HOPS:  # a loop or a long chain: refused, never followed
+                    raise OSError(errno.ELOOP, "too many levels of symbolic links", path)
+                target = self.readlink(candidate)
+                if target is None:
+                    raise OSError(errno.ELOOP, "a symbolic link changed while resolving", path)
                 base = "/" if target.startswith("/") else resolved
                 parts = [p for p in posixpath.join(base, target).split("/") if p] + parts
                 resolved = "/"

@@ -7,7 +7,9 @@ so the PMEM rules fire for live runs on machines without PMEM; outputs say so.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -235,6 +237,15 @@ def validate_profile(profile: Any, origin: str = "profile") -> dict:
             f"{origin}: schema is {schema!r}, this version reads {PROFILE_SCHEMA!r}",
             hint="re-run `pmem-advisor probe --json` with this version",
         )
+    for key, kind in (("mounts", list), ("paths", list), ("numa", list), ("cpu", dict),
+                      ("memory", dict), ("pmem", dict)):
+        if key in profile and profile[key] is not None and not isinstance(profile[key], kind):
+            raise InputError(f"{origin}: '{key}' must be a {kind.__name__}")
+        if kind is list and isinstance(profile.get(key), list):
+            for i, item in enumerate(profile[key]):
+                if not isinstance(item, dict):
+                    raise InputError(f"{origin}: '{key}[{i}]' must be an object")
+    _check_numbers(profile, origin, "")
     import jsonschema
 
     from pmem_advisor import schemas
@@ -246,6 +257,46 @@ def validate_profile(profile: Any, origin: str = "profile") -> dict:
         raise InputError(f"{origin}: not a {PROFILE_SCHEMA} profile at {where}: "
                          f"{e.message[:200]}") from None
     return profile
+
+
+PROFILE_NUMBER_MAX = float(1 << 64)  # bytes, counts, rates: nothing a machine has is larger
+# fields that hold one number (or null) by their name: sizes, counts, rates, node ids (a
+# ``sources`` object names the file each came from, under the same names)
+_NUMERIC_FIELD = re.compile(r"(?<!\.sources)(?:^|\.)(?:\w*_(?:bytes|cpus|kb|ms|iops|count)|"
+                            r"sockets|cores|threads|node|numa_node|page_size|block_size)$")
+_NUMBER_LIST = re.compile(r"(?:^|\.)cpuset_(?:cpus|mems)$")  # CPU and node lists
+_NUMBER_MAP = re.compile(r"(?:^|\.)hugetlb_\w+$")  # page size -> bytes
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_numbers(value: Any, origin: str, where: str) -> None:
+    """Every number of a profile is finite, not negative (-1 only for a ``*node`` field: the
+    kernel's "no NUMA node") and at most 2**64: 1e400 (inf), 1e308 and -5 are refused with
+    the field's path instead of crashing or printing "2.2e290 PiB" later."""
+    if _NUMERIC_FIELD.search(where) and value is not None:
+        if isinstance(value, list) and _NUMBER_LIST.search(where):
+            if not all(_is_number(v) for v in value):
+                raise InputError(f"{origin}: '{where}' must be a list of numbers")
+        elif isinstance(value, dict) and _NUMBER_MAP.search(where):
+            if not all(v is None or _is_number(v) for v in value.values()):
+                raise InputError(f"{origin}: '{where}' must map names to numbers")
+        elif not _is_number(value):
+            raise InputError(f"{origin}: '{where}' must be a number")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_numbers(v, origin, f"{where}.{k}" if where else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_numbers(v, origin, f"{where}[{i}]")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        low = -1 if where.rsplit(".", 1)[-1].endswith("node") else 0
+        if not math.isfinite(value) or not low <= value <= PROFILE_NUMBER_MAX:
+            why = "out of range" if math.isfinite(value) else "not finite"
+            raise InputError(f"{origin}: '{where}' is {why} (a number from {low} to 2**64 "
+                             "expected)")
 
 
 def _norm_dax(value: Any) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,15 @@ settings.load_profile("loaded-machine")
 REPO = Path(__file__).resolve().parents[1]
 
 SHARED = REPO.parent / "shared"
+
+
+def pytest_configure(config) -> None:
+    """Started as a background job or under nohup, the suite has SIGINT ignored, and an
+    ignored signal is inherited across exec: every CLI, worker and server a test starts (and
+    then interrupts) would ignore Ctrl-C. Python's own handler here makes exec reset it to the
+    default in every child, so the suite behaves as it does in the foreground."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)

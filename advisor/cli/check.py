@@ -268,6 +268,9 @@ def check_cmd(
         db = engine
     notes: list[str] = []
     dsn = resolve_dsn(dsn, dsn_file, notes=notes)
+    said = list(notes)  # the password-in-argv note: now, before a connection that may fail
+    for n in said:
+        console.print(f"note: {n}", soft_wrap=True)
     if diff and not dsn:
         raise UsageError("--diff compares a running server with recommend: give --dsn")
     t = CheckTarget(*(split_engine(db) if db else (None, None)), version=version,
@@ -314,7 +317,8 @@ def check_cmd(
     if facts.emulated:
         notes.insert(0, EMULATION_NOTE.removeprefix("note: "))
     for n in notes:
-        console.print(f"note: {n}", markup=False, highlight=False, soft_wrap=True)
+        if n not in said:
+            console.print(f"note: {n}", markup=False, highlight=False, soft_wrap=True)
     _print(fmt, findings, fail_on, facts, rows, notes, inp)
     limit = severity_rank(fail_on)
     if any(severity_rank(f.severity) >= limit for f in findings):

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import typer
+from rich.text import Text
 
 from pmem_advisor.cli.knobs import resolve_engine, resolve_target
 from pmem_advisor.cli.output import (
     chosen_format,
     console,
-    escape,
     format_option,
     note,
     out,
     print_json,
     print_table,
+    styled,
 )
 from pmem_advisor.engines.mysql.parse import parse_mycnf
 from pmem_advisor.engines.postgres.parse import parse_postgresql_conf
@@ -152,10 +153,10 @@ def parse(
     rows = [(e.name, "(flag)" if e.value is None else e.value,
              e.where + (f" [{e.group}]" if e.group else ""))
             for e in config.effective().values()]
-    print_table(("name", "value", "where"), [[escape(c) for c in r] for r in rows],
+    print_table(("name", "value", "where"), rows,
                 title=f"{config.path} ({config.format}, {len(config.files)} files)", fmt=fmt)
     for line in config.notes:
-        note(f"note: {escape(line)}")
+        note(f"note: {line}")
 
 
 @config_app.command("validate")
@@ -196,14 +197,13 @@ def _print_report(report, file: str, fmt: str) -> None:
                    flavour=report.flavour, version=str(report.version))
         return
     colour = {"accepted": "green", "adjusted": "yellow", "rejected": "red"}
-    rows = [(escape(c.name), escape(c.requested or "(flag)"),
-             f"[{colour.get(c.status, 'white')}]{c.status}[/]",
-             escape(c.reported_text or c.reported or ""), escape(f"{c.file}:{c.line}"),
-             escape(c.detail)) for c in report.checks]
+    rows = [(c.name, c.requested or "(flag)", styled(c.status, colour.get(c.status, "white")),
+             c.reported_text or c.reported or "", f"{c.file}:{c.line}",
+             c.detail) for c in report.checks]
     print_table(("name", "requested", "status", "server value", "where", "detail"), rows,
                 title=f"{file} on {report.flavour} {report.version}", fmt=fmt)
     for p in report.problems:
-        console.print(f"[red]problem[/]: {escape(p)}")
+        console.print(Text.assemble(styled("problem", "red"), f": {p}"))
 
 
 def _validate_by_starting(file: str, engine: str, flavour: str | None, version: str | None,

@@ -14,10 +14,10 @@ from pmem_advisor.capabilities import (
 )
 from pmem_advisor.cli.output import (
     chosen_format,
-    escape,
     format_option,
     print_json,
     print_table,
+    styled,
 )
 from pmem_advisor.engines.api import EngineDataError
 from pmem_advisor.engines.registry import broken, get_engine, specs
@@ -92,9 +92,8 @@ def doctor(
         return
     rows = []
     for c in caps:
-        status = "[green]yes[/]" if c.available else "[yellow]missing[/]"
-        # escape: "pip install 'pmem-advisor[tune]'" is not rich markup
-        rows.append((escape(c.name), status, escape(c.detail), escape(c.how_to_get)))
+        status = styled("yes", "green") if c.available else styled("missing", "yellow")
+        rows.append((c.name, status, c.detail, c.how_to_get))  # text: never markup
     print_table(("capability", "status", "detail", "how to get it"), rows,
                 title="pmem-advisor capabilities", fmt=fmt)
 

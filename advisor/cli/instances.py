@@ -9,7 +9,6 @@ import typer
 from pmem_advisor.cli.output import (
     chosen_format,
     console,
-    escape,
     format_option,
     note,
     out,
@@ -49,14 +48,14 @@ def list_cmd(
         print_json(rows, "pmem-advisor.instances/1", key="instances")
         return
     if not rows:
-        note(f"no managed instances registered in {escape(str(registry.state_dir()))}")
+        note(f"no managed instances registered in {registry.state_dir()}")
     table = [(r["id"], f"{r['flavour']} {r['version']}" if r["kind"] != "scratch" else r["what"],
               r["state"],
               str(r["server_pid"] or "-") + ("" if r["server_running"] else " (down)"),
               str(r["owner_pid"]), f"{time.time() - r['created']:.0f} s", r["data_dir"])
              for r in rows]
     print_table(("id", "server", "state", "server pid", "owner pid", "age", "data dir"),
-                [[escape(str(c)) for c in r] for r in table],
+                [[str(c) for c in r] for r in table],
                 title=f"managed instances ({registry.state_dir()})", fmt=fmt)
 
 

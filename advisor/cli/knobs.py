@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+from rich.text import Text
 
 from pmem_advisor.cli.output import (
     chosen_format,
@@ -11,6 +12,7 @@ from pmem_advisor.cli.output import (
     note,
     print_json,
     print_table,
+    styled,
 )
 from pmem_advisor.engines.registry import engine_help
 from pmem_advisor.errors import EnvironmentProblem
@@ -48,7 +50,8 @@ def resolve_target(engine: str, flavour: str | None, version: str | None
 
 def _safety(knob) -> str:
     if knob.safety == "durability-risk":
-        return "[red]risk[/]: " + ", ".join(knob.render(v) for v in knob.risky_values)
+        return Text.assemble(styled("risk", "red"),
+                             ": " + ", ".join(knob.render(v) for v in knob.risky_values))
     return knob.safety  # safe, or unknown for a knob only the server's list has
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from typing import Any
@@ -98,7 +99,9 @@ _completion.register(app)
 
 
 def _fail(message: str, code: int) -> int:
-    sys.stderr.write(f"pmem-advisor: error: {message}\n")
+    from pmem_advisor.cli.output import safe_text
+
+    sys.stderr.write(f"pmem-advisor: error: {' '.join(safe_text(message).split())}\n")
     return code
 
 
@@ -141,6 +144,31 @@ def docs_metavars(command: Any) -> Any:
     return command
 
 
+NUMBER_FLAG_MAX = 1e12  # seconds, clients, trials, scale: nothing meant is near this
+
+
+def checked_numbers(command: Any) -> Any:
+    """Every int/float option of every command is finite and in 0..NUMBER_FLAG_MAX: ``--duration
+    inf``, ``nan`` or ``-5`` is bad input (exit 2) naming the option, not a hang or a crash."""
+    for param in getattr(command, "params", []):
+        desc = getattr(param, "type_descriptor", None)
+        if getattr(desc, "annotation", None) not in (int, float) or getattr(param, "count", False):
+            continue
+        param.callback = _range_check(param.callback)
+    for sub in (getattr(command, "commands", None) or {}).values():
+        checked_numbers(sub)
+    return command
+
+
+def _range_check(inner: Any) -> Any:
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None and not isinstance(value, bool) and not (
+                math.isfinite(value) and 0 <= value <= NUMBER_FLAG_MAX):
+            raise typer.BadParameter(f"{value!r} is not a number from 0 to {NUMBER_FLAG_MAX:.0e}")
+        return inner(ctx, param, value) if inner is not None else value
+    return check
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every failure is one line on stderr and a documented exit code. A reader
     that stops early (``| head -1``) is not a failure: exit 0, nothing more written."""
@@ -180,7 +208,7 @@ def build_command() -> Any:
     """The click command tree of the app, with the conventions every command follows."""
     from pmem_advisor.cli.conventions import apply_conventions
 
-    return docs_metavars(apply_conventions(typer.main.get_command(app)))
+    return checked_numbers(docs_metavars(apply_conventions(typer.main.get_command(app))))
 
 
 def _run(argv: list[str] | None) -> int:
@@ -190,7 +218,9 @@ def _run(argv: list[str] | None) -> int:
         return rv if isinstance(rv, int) else 0
     except ServerError as e:
         if e.log_tail:
-            sys.stderr.write("server log (last lines):\n" + e.log_tail.rstrip() + "\n")
+            from pmem_advisor.cli.output import safe_text
+
+            sys.stderr.write("server log (last lines):\n" + safe_text(e.log_tail.rstrip()) + "\n")
         return _fail(str(e), e.exit_code)
     except AdvisorError as e:
         return _fail(str(e), e.exit_code)

@@ -6,6 +6,13 @@
   ``-q`` silences notes and progress (never warnings), ``-v`` adds ``detail`` lines.
 - Tables (``print_table``) are drawn with rich only when stdout is a terminal; piped, they
   are one row per line and never wrap (``--format tsv`` gives tab-separated values).
+- Text is text: both consoles print strings as they are (``markup=False``: ``[/bold]`` in a
+  path or a config value is shown, never interpreted), and every string they render, table
+  cells included, passes ``safe_text`` first: control characters (ESC, BEL, CR, C1) and bidi
+  overrides become visible ``\\xNN``/``\\uNNNN`` escapes, so a value read from a file cannot
+  move the cursor, retitle the terminal or hide text. Colour is asked for with ``styled``
+  (a rich ``Text``), never by markup in a string that may hold user data. Errors
+  (``cli/main.py``) go through ``safe_text`` too.
 - JSON (``print_json``) is a contract: it carries a schema id like ``pmem-advisor.knobs/1``
   (a JSON Schema for each id ships in ``pmem_advisor/schemas``), the tool version and the
   engine/flavour/version it targets.
@@ -16,30 +23,65 @@ from __future__ import annotations
 import enum
 import errno
 import json
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from pmem_advisor.report.describe import EMULATION_NOTE
 from pmem_advisor.schemas import stamp
 
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
-class _Console(Console):
+
+def _visible(m: re.Match) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def safe_text(text: object) -> str:
+    """``text`` with every control character (but tab and newline) and bidi override made a
+    visible escape: what a terminal shows, never what it obeys."""
+    return _UNSAFE.sub(_visible, str(text))
+
+
+class SafeConsole(Console):
+    """A rich Console that renders every string through ``safe_text`` (prints and table cells
+    alike) and, unless a caller asks for it with its own escaping, no markup."""
+
     def on_broken_pipe(self) -> None:
         """rich would exit 1 here; a reader that went away (``| head``) is main()'s to end,
         with exit 0 (see cli.main)."""
         self.quiet = True
         raise BrokenPipeError(errno.EPIPE, "the reader of the output went away")
 
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(safe_text(text), **kwargs)
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: A003 - rich's name
+        objects = tuple(_safe_text_object(o) for o in objects)
+        super().print(*objects, **kwargs)
+
+
+def _safe_text_object(o: Any) -> Any:
+    if isinstance(o, Text) and _UNSAFE.search(o.plain):
+        o = o.copy()
+        o.plain = _UNSAFE.sub("?", o.plain)  # same length: the styles keep their places
+    return o
+
+
+def styled(text: object, style: str) -> Text:
+    """Coloured text that is still only text (no markup is parsed from ``text``)."""
+    return Text(_UNSAFE.sub("?", str(text)), style=style)
+
 
 # Human-facing output goes to stderr so that ``--json`` on stdout stays machine-readable.
-console = _Console(stderr=True, highlight=False)
-out = _Console(highlight=False, soft_wrap=True)
+console = SafeConsole(stderr=True, highlight=False, markup=False)
+out = SafeConsole(highlight=False, soft_wrap=True, markup=False)
 
 # 0 quiet (-q), 1 normal, 2 verbose (-v); set once by the root command in cli/main.py.
 VERBOSITY = 1
@@ -92,7 +134,7 @@ def set_verbosity(level: int) -> None:
 
 # -- stderr: progress, notes, warnings ---------------------------------------------------------
 def note(message: str) -> None:
-    """A note for the person watching (stderr); silenced by -q. ``message`` is rich markup."""
+    """A note for the person watching (stderr); silenced by -q. ``message`` is plain text."""
     if VERBOSITY >= 1:
         console.print(message, soft_wrap=True)
 
@@ -100,30 +142,28 @@ def note(message: str) -> None:
 def progress(message: str) -> None:
     """A progress line (stderr, dimmed); silenced by -q."""
     if VERBOSITY >= 1:
-        console.print(f"[dim]{message}[/]")
+        console.print(styled(message, "dim"))
 
 
 def detail(message: str) -> None:
     """Extra detail shown only with -v (stderr)."""
     if VERBOSITY >= 2:
-        console.print(f"[dim]{message}[/]")
+        console.print(styled(message, "dim"))
 
 
 def warn(message: str) -> None:
     """A warning (stderr); shown even with -q: caveats must reach every output."""
-    console.print(f"[yellow]warning:[/] {message}")
+    console.print(Text.assemble(styled("warning:", "yellow"), " ", styled(message, "")))
 
 
 def plain_text(cell: Any) -> str:
-    """A table cell without rich markup (``[red]risk[/]`` -> ``risk``)."""
+    """A table cell as plain, safe text (a ``styled`` cell loses its colour; a string is shown
+    as it is: no markup is parsed from it)."""
     if cell is None:
         return ""
     if isinstance(cell, Text):
-        return cell.plain
-    try:
-        return Text.from_markup(str(cell)).plain
-    except Exception:  # not valid markup: show it as it is
-        return str(cell)
+        return safe_text(cell.plain)
+    return safe_text(cell)
 
 
 # -- stdout: tables ------------------------------------------------------------------------
@@ -193,8 +233,8 @@ def print_json(data: Any, schema: str | None = None, **target: Any) -> None:
 
 
 __all__ = [
-    "EMULATION_NOTE", "FORMAT_ALIASES", "OutputFormat", "TABLE_FORMATS", "chosen_format",
-    "console", "format_option", "detail", "escape", "note", "out",
-    "plain_text", "print_json", "print_table", "progress", "set_verbosity", "stamp",
-    "stdout_is_terminal", "warn",
+    "EMULATION_NOTE", "FORMAT_ALIASES", "OutputFormat", "SafeConsole", "TABLE_FORMATS",
+    "chosen_format", "console", "detail", "format_option", "note", "out", "plain_text",
+    "print_json", "print_table", "progress", "safe_text", "set_verbosity", "stamp",
+    "stdout_is_terminal", "styled", "warn",
 ]

@@ -6,7 +6,7 @@ import json
 import os
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 
 from pmem_advisor.cli.output import (
     EMULATION_NOTE,
@@ -17,6 +17,7 @@ from pmem_advisor.cli.output import (
     out,
     print_json,
     print_table,
+    styled,
 )
 from pmem_advisor.engines.registry import engine_help
 from pmem_advisor.errors import InputError, UsageError
@@ -275,7 +276,7 @@ def recommend_cmd(
         out.file.write(emit(rec, fmt))
         out.file.flush()
         for n in rec.notes:
-            note(f"note: {escape(n)}")
+            note(f"note: {n}")
         return
     _print_table(rec, fmt)
     if out_file:
@@ -290,31 +291,30 @@ def _print_table(rec, fmt: str = "table") -> None:
     extra = out if fmt == "table" else console
     rows = []
     for s in rec.settings:
-        value = f"[bold red]{escape(s.text)}[/]" if s.unsafe else escape(s.text)
+        value = styled(s.text, "bold red") if s.unsafe else s.text
         src = s.source + (f" [{', '.join(s.insights)}]" if s.insights else "")
-        rows.append((s.name, value, escape(s.default or ""), escape(s.reason),
-                     escape(f"{s.rule} {src}")))
+        rows.append((s.name, value, s.default or "", s.reason, f"{s.rule} {src}"))
     if rows or f.engine in ("postgres", "mysql"):
         print_table(("knob", "value", "default", "why", "source"), rows,
                     title=f"{f.flavour} {f.version or '(newest)'} - {f.workload}", fmt=fmt)
     else:  # an advice-only engine: the findings and OS steps below are the advice
         target = " ".join(x for x in (f.flavour, f.version) if x)
-        extra.print(escape(f"{target}: no settings to size here; the findings and OS steps "
-                         "below are the advice"), soft_wrap=True)
+        extra.print(f"{target}: no settings to size here; the findings and OS steps "
+                  "below are the advice", soft_wrap=True)
     for w in rec.withheld:
-        extra.print(escape(f"withheld (needs --allow-unsafe): {w.name} = {w.text}  [{w.rule}] "
-                         f"{w.reason}"), soft_wrap=True)
+        extra.print(f"withheld (needs --allow-unsafe): {w.name} = {w.text}  [{w.rule}] "
+                  f"{w.reason}", soft_wrap=True)
     if rec.memory_line():
-        extra.print(escape(f"memory: {rec.memory_line()}"), soft_wrap=True)
+        extra.print(f"memory: {rec.memory_line()}", soft_wrap=True)
     for s in rec.os_steps:
-        mark = "[bold red]DESTRUCTIVE[/] " if s.destructive else ""
-        extra.print(f"os step {escape(f'[{s.rule}]')}: {mark}{escape(s.command)}\n"
-                  f"    why: {escape(s.reason)}", soft_wrap=True)
+        mark = styled("DESTRUCTIVE ", "bold red") if s.destructive else ""
+        extra.print(Text.assemble(f"os step [{s.rule}]: ", mark,
+                                f"{s.command}\n    why: {s.reason}"), soft_wrap=True)
     for x in rec.findings:
-        extra.print(escape(f"{x.severity}: [{x.rule}] {x.message}" +
-                         (f" -> {x.fix}" if x.fix else "")), soft_wrap=True)
+        extra.print(f"{x.severity}: [{x.rule}] {x.message}" + (f" -> {x.fix}" if x.fix else ""),
+                  soft_wrap=True)
     for n in rec.notes:
-        note(f"note: {escape(n)}")
+        note(f"note: {n}")
 
 
 def register(app: typer.Typer) -> None:

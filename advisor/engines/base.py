@@ -35,6 +35,19 @@ class Engine(api.Engine):
         newest series). UsageError for an unsupported version or a foreign flavour."""
         return build_catalog(self.spec, flavour, version)
 
+    def read_config_file(self, path: str) -> dict[str, str]:
+        """``parse_config`` of a file read by the one bounded config reader
+        (knobs.includes.IncludeWalk: regular files only, size limits, one-line errors)."""
+        import os
+
+        from pmem_advisor.errors import InputError
+        from pmem_advisor.knobs.includes import IncludeWalk
+
+        if not os.path.lexists(path):
+            raise InputError(f"--config {path}: no such file")
+        text = IncludeWalk(what=f"a {self.config_format} file").read(path, 0, None, None)
+        return self.parse_config(text, path)
+
     def workload(self, name: str, **options: Any) -> Any:
         """The shared workload ``name``, refused when it does not list this engine."""
         cls = workload_class(name)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import shutil
 import signal
 import stat
 import threading
@@ -30,7 +29,17 @@ from typing import Any, Protocol
 
 import psutil
 
-from pmem_advisor.fileio import write_file_safely
+from pmem_advisor.errors import UsageError
+from pmem_advisor.fileio import (
+    fd_path,
+    held_dir,
+    make_dir,
+    make_temp_dir,
+    open_dir,
+    remove_tree,
+    unlink_at,
+    write_file_safely,
+)
 from pmem_advisor.instances.privileges import CACHE_ROOT
 from pmem_advisor.instances.trust import trusted_dir, why_untrusted
 
@@ -130,8 +139,9 @@ def save(rec: Record) -> None:
 
 def forget(rec_id: str) -> None:
     try:
-        (state_dir() / f"{rec_id}.json").unlink()
-    except FileNotFoundError:
+        with held_dir(state_dir()) as dfd:
+            unlink_at(dfd, f"{rec_id}.json")
+    except (OSError, UsageError):
         pass
 
 
@@ -225,12 +235,34 @@ def write_marker(directory: Path, rec_id: str) -> None:
     write_file_safely(Path(directory) / MARKER, rec_id + "\n", backup=False, mode=0o644)
 
 
+def _write_marker_at(dfd: int, rec_id: str) -> None:
+    """The marker in a directory we just made and hold (no name to swap)."""
+    fd = os.open(MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o644, dir_fd=dfd)
+    try:
+        os.write(fd, (rec_id + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def marker_of(directory: str | Path) -> str | None:
     """The record id in ``directory``'s marker, or None (no marker, a link, not a dir...)."""
     try:
-        if not stat.S_ISDIR(os.lstat(directory).st_mode):
-            return None
-        fd = os.open(Path(directory) / MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        dfd = open_dir(directory)
+    except (OSError, UsageError):
+        return None
+    try:
+        return _marker_at(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _marker_at(dfd: int) -> str | None:
+    """The record id in the marker of the held directory ``dfd``."""
+    try:
+        fd = os.open(MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dfd)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
@@ -239,52 +271,55 @@ def marker_of(directory: str | Path) -> str | None:
         return f.read(256).decode("utf-8", "replace").strip() or None
 
 
+def _marker_check(path: str, rec: Record):
+    """The check ``remove_tree`` runs on the held directory: it must carry ``rec``'s marker."""
+    def check(dfd: int) -> str | None:
+        found = _marker_at(dfd)
+        if found != rec.id:
+            return (f"{path} does not carry the marker of instance {rec.id}"
+                    + (f" (it names {found})" if found else ""))
+        return None
+    return check
+
+
 def why_not_ours(path: str | Path, rec: Record) -> str | None:
-    """Why the reaper must leave ``path`` alone, or None when it carries ``rec``'s marker."""
+    """Why the reaper must leave ``path`` alone, or None when it carries ``rec``'s marker
+    (a report only: removal re-checks on the descriptor it removes through)."""
     path = str(path)
-    if not os.path.lexists(path):
+    try:
+        dfd = open_dir(path)
+    except FileNotFoundError:
         return None  # nothing left to do
-    if os.path.realpath(path) != os.path.abspath(path):
-        return f"{path} is reached through a symbolic link"
-    found = marker_of(path)
-    if found != rec.id:
-        return (f"{path} does not carry the marker of instance {rec.id}"
-                + (f" (it names {found})" if found else ""))
-    return None
+    except (OSError, UsageError) as e:
+        return f"{path}: {getattr(e, 'message', None) or e.strerror}"
+    try:
+        return _marker_check(path, rec)(dfd)
+    finally:
+        os.close(dfd)
 
 
 def remove_files(rec: Record) -> list[str]:
     """Remove (``remove``) or empty (``empty``) the record's directories that still carry its
-    marker; returns what was left alone and why."""
+    marker; returns what was left alone and why. The marker is read and the entries removed
+    through one held descriptor (fileio.remove_tree): a directory swapped for a link between
+    the check and the removal is never followed."""
     left = []
     for d in rec.remove:
-        why = why_not_ours(d, rec)
+        why = remove_tree(d, check=_marker_check(d, rec), last=MARKER)
         if why:
             left.append(why)
-        elif os.path.lexists(d):
-            shutil.rmtree(d, ignore_errors=True)
     for d in rec.empty:
-        why = why_not_ours(d, rec)
+        why = remove_tree(d, check=_marker_check(d, rec), keep_dir=True, last=MARKER)
         if why:
             left.append(why)
-        else:
-            empty_dir(Path(d))
     return [w for w in left if not w.endswith("does not exist")]
 
 
 def empty_dir(path: Path, keep: tuple[str, ...] = ()) -> None:
     """Remove a directory's contents, keeping the directory (it was the user's) and the
-    entries named in ``keep``."""
-    if not path.is_dir():
-        return
-    # The marker goes last: a SIGKILL halfway leaves a directory still provably ours.
-    for child in sorted(path.iterdir(), key=lambda c: c.name == MARKER):
-        if child.name in keep:
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
+    entries named in ``keep``; the marker goes last, so a SIGKILL halfway leaves a directory
+    still provably ours."""
+    remove_tree(path, keep_dir=True, keep=keep, last=MARKER)
 
 
 def reap(rec: Record) -> list[str]:
@@ -331,21 +366,24 @@ def register_scratch(path: str | Path | None = None, *, what: str,
 
     rec_id = f"scratch-{uuid.uuid4().hex[:12]}"
     if path is None:
-        made = Path(tempfile.mkdtemp(prefix="pmem-advisor-", dir=parent))
+        with held_dir(parent or tempfile.gettempdir()) as pfd:
+            fd, name = make_temp_dir(pfd, "pmem-advisor-", mode)
+        made_at = fd_path(fd)
     else:
-        made = Path(os.path.abspath(path))
-        made.mkdir()
-    os.chmod(made, mode)
-    made = Path(os.path.realpath(made))
+        fd = make_dir(path, mode)
+        made_at = fd_path(fd)
+    made = Path(made_at)
     try:
-        write_marker(made, rec_id)
+        _write_marker_at(fd, rec_id)
         rec = new_record(id=rec_id, engine="", flavour="", version="", bindir="",
                          workdir=str(made), data_dir=str(made), wal_dir=None,
                          socket_dir=str(made), remove=[str(made)], kind="scratch", what=what)
         save(rec)
     except BaseException:
-        shutil.rmtree(made, ignore_errors=True)
+        os.close(fd)
+        remove_tree(made)
         raise
+    os.close(fd)
     track(_ScratchRelease(rec))  # removed at exit and on SIGTERM/SIGHUP like an instance
     return rec
 

@@ -12,26 +12,19 @@ traverses them (mode 755; records 700).
 from __future__ import annotations
 
 import os
-import pwd
 import stat
 from pathlib import Path
 
 from pmem_advisor.errors import EnvironmentProblem, as_error
+from pmem_advisor.fileio import who
 
 
 class UntrustedPath(EnvironmentProblem):
     """A directory or file another user could have written: we refuse to use it."""
 
 
-def _who(uid: int) -> str:
-    try:
-        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
-    except KeyError:
-        return f"uid {uid}"
-
-
 def _me() -> str:
-    return _who(os.geteuid())
+    return who(os.geteuid())
 
 
 def _owner_ok(st: os.stat_result) -> bool:
@@ -54,12 +47,12 @@ def why_untrusted(path: str | Path) -> str | None:
     for p in path.parents:  # a link on the way must be ours too: another user could swap it
         lst = os.lstat(p)
         if stat.S_ISLNK(lst.st_mode) and not _owner_ok(lst):
-            return f"{p} is a symbolic link owned by {_who(lst.st_uid)}"
+            return f"{p} is a symbolic link owned by {who(lst.st_uid)}"
     real = Path(os.path.realpath(path))
     for p in [real, *real.parents]:
         st = os.stat(p)
         if not _owner_ok(st):
-            return f"{p} is owned by {_who(st.st_uid)}, not by {_me()}"
+            return f"{p} is owned by {who(st.st_uid)}, not by {_me()}"
         writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
         if st.st_uid == 0 and p != real:
             if writable and not st.st_mode & stat.S_ISVTX:
@@ -89,31 +82,32 @@ def require_trusted(path: str | Path, what: str) -> Path:
 
 def trusted_dir(path: str | Path, what: str, *, mode: int = 0o755) -> Path:
     """Create ``path`` (and missing parents) owned by us with ``mode``, or check the existing
-    one; UntrustedPath when another user could write it or one of its parents."""
+    one; UntrustedPath when it is not a directory or another user could write it or one of
+    its parents. Only directories this call made get a mode (fileio.open_dir sets it with
+    ``fchmod`` on what it created): an existing one is used as it is or refused, never
+    chmod-ed, so a variable pointing at /etc/passwd changes nothing."""
+    from pmem_advisor.errors import UsageError
+    from pmem_advisor.fileio import open_dir
+
     path = Path(os.path.abspath(path))
-    missing = []
-    p = path
-    while not os.path.lexists(p):
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
-        want = mode if d == path else 0o755  # parents: the server user traverses to siblings
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise as_error(e, path, "use") from None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
+        raise UntrustedPath(f"refusing to use the {what} {path}: it is {kind}",
+                            hint=_fix(path, "symbolic link"))
+    if st is None:
         try:
-            os.mkdir(d, want)
-        except FileExistsError:
-            pass  # a parallel run made it: checked below like any existing one
+            os.close(open_dir(path, create=True, mode=mode))
+        except UsageError as e:
+            raise UntrustedPath(f"refusing to use the {what} {path}: {e.message}") from None
         except OSError as e:
-            raise as_error(e, d, "create") from None
-        else:
-            os.chmod(d, want)  # not narrowed by the umask: the server user must traverse
-    path = require_trusted(path, what)
-    st = os.stat(path)
-    wanted = stat.S_IMODE(st.st_mode) | (mode & 0o555)  # ours: open it to the server user
-    if not mode & 0o077:
-        wanted &= ~0o077  # a private one (records, caches) is closed to everybody else
-    if st.st_uid == os.geteuid() and wanted != stat.S_IMODE(st.st_mode):
-        os.chmod(path, wanted)
-    return path
+            raise as_error(e, path, "create") from None
+    return require_trusted(path, what)
 
 
 def why_untrusted_tree(root: str | Path) -> str | None:
@@ -126,7 +120,7 @@ def why_untrusted_tree(root: str | Path) -> str | None:
             p = os.path.join(dirpath, name)
             st = os.lstat(p)
             if not _owner_ok(st):
-                return f"{p} is owned by {_who(st.st_uid)}"
+                return f"{p} is owned by {who(st.st_uid)}"
             if not stat.S_ISLNK(st.st_mode) and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
                 return f"{p} is writable by group or others"
     return None

@@ -183,7 +183,7 @@ def write_reports(study: optuna.Study, out_dir: str | Path, *, offline: bool = F
     """Write every output; returns the summary (with ``config_file``). ``offline`` embeds
     plotly.js in report.html (one self-contained file) instead of a plotly.min.js beside it."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    fileio.ensure_dir(out)
     summary = summarize(study)
     space = SearchSpace.from_dict(study.user_attrs[SPACE_ATTR])
     catalog = load_catalog_or_none(space.engine, space.flavour, space.version)

@@ -15,7 +15,6 @@ import shutil
 import signal
 import socket
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -289,15 +288,18 @@ def emulated(profile: dict | None) -> bool:
 def check_out_dir(out: Path) -> None:
     """The output directory exists and takes a file (not read-only, not full): else exit 3
     before anything is measured."""
+    from pmem_advisor.fileio import create_exclusive, ensure_dir, held_dir, unlink_at
+
+    ensure_dir(out)
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=out, prefix=".pmem-advisor-probe-")
-        try:
-            os.write(fd, b"x" * 4096)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-            os.unlink(probe)
+        with held_dir(out) as dfd:
+            fd, probe = create_exclusive(dfd, ".pmem-advisor-probe-")
+            try:
+                os.write(fd, b"x" * 4096)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+                unlink_at(dfd, probe)
     except OSError as e:
         raise EnvironmentProblem(f"cannot write to --out {out}: {e.strerror or e}",
                                  hint="give a writable directory with free space") from None

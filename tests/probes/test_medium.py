@@ -118,10 +118,10 @@ def test_full_filesystem(tmp_path, monkeypatch):
 def test_filesystem_refusing_o_direct(tmp_path, monkeypatch):
     real_open = os.open
 
-    def fake_open(path, flags, *a):
+    def fake_open(path, flags, *a, **kw):
         if flags & os.O_DIRECT:
             raise OSError(errno.EINVAL, "Invalid argument")
-        return real_open(path, flags, *a)
+        return real_open(path, flags, *a, **kw)
 
     monkeypatch.setattr(os, "open", fake_open)
     with pytest.raises(m.MeasureError, match="refuses O_DIRECT"):

@@ -100,13 +100,14 @@ def _parse_lines(text: str, path: str, result: ConfigFile, state: _State, depth:
         if line[0] == "[":
             end = line.find("]")
             if end < 0 or line[end + 1:].strip() and line[end + 1:].strip()[0] not in "#;":
-                raise InputError(f"{where}: wrong group definition {line[:60]!r}")
+                raise InputError(f"{where}: wrong group definition")
             group = line[1:end].strip().lower()
             if not group:
                 raise InputError(f"{where}: empty group name")
             continue
         if group is None:
-            raise InputError(f"{where}: option {line[:40]!r} before any [group]")
+            key = _strip_comment(line).partition("=")[0].strip()[:40]
+            raise InputError(f"{where}: option {key!r} before any [group]")
         entry = _option(line, path, lineno, group, state)
         if entry is None:
             continue
@@ -119,12 +120,13 @@ def _directive(line: str, path: str, where: str, result: ConfigFile, state: _Sta
     word, _, arg = line[1:].partition(" ")
     arg = _strip_comment(arg).strip()
     if word not in ("include", "includedir"):
-        raise InputError(f"{where}: unknown directive !{word}")
+        raise InputError(f"{where}: unknown directive")
     if not state.allow_include:
         raise InputError(f"{where}: !{word} is not allowed here")
     if not arg:
         raise InputError(f"{where}: !{word} needs a path")
-    full = arg if os.path.isabs(arg) else os.path.join(os.path.dirname(path), arg)
+    walk = result.walk
+    full = walk.resolve(arg, path)
     if word == "include":
         if not os.path.exists(full):
             raise InputError(f"{where}: !include {arg!r}: no such file")
@@ -132,10 +134,8 @@ def _directive(line: str, path: str, where: str, result: ConfigFile, state: _Sta
         return
     if not os.path.isdir(full):
         raise InputError(f"{where}: !includedir {arg!r}: no such directory")
-    for name in sorted(os.listdir(full)):
-        file = os.path.join(full, name)
-        if name.endswith(".cnf") and os.path.isfile(file):
-            _read(file, result, state, depth + 1, where)
+    for file in walk.list_dir(full, ".cnf", where, "!includedir"):
+        _read(file, result, state, depth + 1, where)
 
 
 def _strip_comment(text: str) -> str:
@@ -184,7 +184,7 @@ def _option(line: str, path: str, lineno: int, group: str, state: _State) -> Con
     if not raw_name:
         raise InputError(f"{path}:{lineno}: option without a name")
     if re.search(r"\s", raw_name):
-        raise InputError(f"{path}:{lineno}: bad option name {raw_name!r}")
+        raise InputError(f"{path}:{lineno}: bad option name (white space in it)")
     name = raw_name.lower().replace("-", "_")
     loose = name.startswith("loose_")
     if loose:

@@ -23,8 +23,10 @@ _ID = r"[A-Za-z_\x80-\uffff][A-Za-z0-9_$\x80-\uffff]*"
 _NAME = rf"{_ID}(?:\.{_ID})?"
 _STRING = r"'(?:[^'\\\n]|\\.|'')*'"
 _UNQUOTED = r"[-+]?[A-Za-z0-9_.:/\x80-\uffff][-+A-Za-z0-9_.:/\x80-\uffff]*"
-_LINE = re.compile(rf"^[ \t\r\f]*(?P<name>{_NAME})[ \t\r\f]*(?:=[ \t\r\f]*)?"
-                   rf"(?P<value>{_STRING}|{_UNQUOTED})[ \t\r\f]*(?:#.*)?$")
+# Atomic groups: the name and the value are single tokens as in the server's lexer, so a long
+# line that does not parse fails in linear time instead of retrying every split of the name.
+_LINE = re.compile(rf"^[ \t\r\f]*(?P<name>(?>{_NAME}))[ \t\r\f]*(?:=[ \t\r\f]*)?"
+                   rf"(?P<value>(?>{_STRING}|{_UNQUOTED}))[ \t\r\f]*(?:#.*)?$")
 _BLANK = re.compile(r"^[ \t\r\f]*(?:#.*)?$")
 _ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
@@ -90,7 +92,7 @@ def _parse_lines(text: str, path: str, result: ConfigFile, depth: int,
             continue
         m = _LINE.match(line)
         if not m:
-            raise InputError(f"{path}:{lineno}: syntax error in {line.strip()[:60]!r}")
+            raise InputError(f"{path}:{lineno}: syntax error")  # never the text: it may be a secret
         name, value = m.group("name").lower(), unquote(m.group("value"))
         where = f"{path}:{lineno}"
         if name in ("include", "include_if_exists", "include_dir"):
@@ -106,15 +108,13 @@ def _include(kind: str, target: str, path: str, where: str, result: ConfigFile,
              depth: int) -> None:
     if not target:
         raise InputError(f"{where}: empty {kind} path")
-    full = target if os.path.isabs(target) else os.path.join(os.path.dirname(path), target)
+    walk = result.walk
+    full = walk.resolve(target, path)
     if kind == "include_dir":
         if not os.path.isdir(full):
             raise InputError(f"{where}: include_dir {target!r}: no such directory")
-        for name in sorted(os.listdir(full)):  # the server reads *.conf in name order
-            if name.endswith(".conf") and not name.startswith("."):
-                file = os.path.join(full, name)
-                if os.path.isfile(file):
-                    _read(file, result, depth + 1, where)
+        for file in walk.list_dir(full, ".conf", where, kind):  # *.conf in name order
+            _read(file, result, depth + 1, where)
         return
     if not os.path.exists(full):
         if kind == "include_if_exists":
