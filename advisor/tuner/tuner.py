@@ -33,6 +33,11 @@ REMEASURE_ATTR = "pmem_advisor.remeasure"
 WORKER_ATTR = "worker"
 RETRY_ATTR = "retry_of"  # a dead worker's trial, queued again with the same params
 WORKER_STARTED_ATTR = "worker_started"  # the worker process's start time (pid reuse check)
+# A sampled search config whose worst-case memory exceeds the production budget: not run and
+# not counted (a SURPLUS trial with this reason); the sampler is asked again, at most
+# MAX_RESAMPLES times in a row, after which the point runs as a counted "not run" failure.
+OVER_BUDGET_ATTR = "over_budget"
+MAX_RESAMPLES = 50
 
 SLO_CONSTRAINT = "latency_p95_over_slo_ms"
 METRIC_ATTRS = {"throughput": "throughput_tps", "p95": "latency_p95_ms", "p99": "latency_p99_ms"}
@@ -169,9 +174,10 @@ def best_trial(study: optuna.Study, slo_ms: float | None = None) -> FrozenTrial 
 
 
 def trial_config(space: SearchSpace, params: dict[str, Any], role: str) -> TrialConfig:
-    """The config a trial runs: nothing for the defaults; rule base settings + params else."""
+    """The config a trial runs: nothing for the defaults (but the smallest change that makes
+    them hold the data, when they cannot); rule base settings + params else."""
     if role == "default":
-        return TrialConfig()
+        return TrialConfig(params=dict(space.default_fixes))
     runtime, init = space.split(params, snap=role == "search")
     # Init values equal to the server default share the defaults' golden copy.
     defaults = {k.name: k.default for k in space.reinit_knobs}
@@ -359,6 +365,10 @@ class Tuner:
             trial = self.study.ask(self._dists)
         role = trial.user_attrs.get(ROLE_ATTR) or "search"
         surplus = self._surplus(trial.number, role)
+        over = self._over_budget(trial, role)
+        if over:
+            trial.set_user_attr(OVER_BUDGET_ATTR, over)
+            surplus = f"not run: {over}; the sampler was asked again"
         if surplus:
             trial.set_user_attr(SURPLUS_ATTR, surplus)
             trial.set_user_attr(ROLE_ATTR, role)
@@ -375,6 +385,7 @@ class Tuner:
                 self.observer.trial_started(trial.number, role, config)
                 unfit = (self.options.memory_gate(config.params)
                          if role == "search" and self.options.memory_gate else None)
+                self._resamples = 0
                 m = (Measurement(ok=False, failure=f"not run: {unfit}") if unfit
                      else self.evaluator.evaluate(config))
                 self._durations.append(time.monotonic() - began)
@@ -386,6 +397,18 @@ class Tuner:
                       if t.number == trial.number)
         self.observer.trial_finished(frozen, best_trial(self.study, self.options.latency_slo_ms))
         return frozen
+
+    def _over_budget(self, trial: optuna.Trial, role: str) -> str | None:
+        """Why a sampled search config is not worth a trial (over the memory budget), while
+        the sampler may still be asked again; None to run it."""
+        if role != "search" or not self.options.memory_gate:
+            return None
+        if getattr(self, "_resamples", 0) >= MAX_RESAMPLES:
+            return None  # the space is mostly over budget: run it, as a counted failure
+        unfit = self.options.memory_gate(trial_config(self.space, trial.params, role).params)
+        if unfit:
+            self._resamples = getattr(self, "_resamples", 0) + 1
+        return unfit
 
     def _fail_interrupted(self, trial: optuna.Trial, role: str, e: BaseException) -> None:
         """Fail a trial the run stopped before telling (the reason kept, so summary "failures"
