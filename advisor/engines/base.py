@@ -384,11 +384,13 @@ class Engine:
         """Knobs ``tune`` searches when the rules name none."""
         return list(self.spec.tuning.get("default_knobs") or ())
 
-    def data_bounds(self, workload: Any, scale: int, catalog: Catalog) -> list[Any]:
-        """What ``workload`` at ``scale`` demands of any config that is to run it, as
-        ``tuner.feasible.DataBound`` (knob, low/high in the catalog's unit, reason): an arena
-        that must hold the data, an allocation unit no larger than the records. Every search
-        space and both baselines stay inside them. Default: none (a cache only caches)."""
+    def data_bounds(self, workload: Any, scale: int, catalog: Catalog,
+                    budget_bytes: int | None = None) -> list[Any]:
+        """What ``workload`` at ``scale`` within ``budget_bytes`` demands of any config that
+        is to run it, as ``tuner.feasible.DataBound`` (knob, low/high in the catalog's unit,
+        reason): an arena that must hold the data, an allocation unit no larger than the
+        records, a buffer cap that the budget holds. Every search space and both baselines
+        stay inside them. Default: none (a cache only caches)."""
         return []
 
 

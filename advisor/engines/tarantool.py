@@ -103,7 +103,8 @@ class TarantoolEngine(ServerEngine):
 
         fit_memtx(self, rec, view, budget_bytes)
 
-    def data_bounds(self, workload: Any, scale: int, catalog: Any) -> list[Any]:
+    def data_bounds(self, workload: Any, scale: int, catalog: Any,
+                    budget_bytes: int | None = None) -> list[Any]:
         """memtx holds every tuple: the arena must hold the data (else Tarantool cannot even
         recover the golden copy: "Failed to allocate ... in slab allocator"); the smallest
         allocation unit must not exceed the workload's tuples (each tuple takes a whole unit:

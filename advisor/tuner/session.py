@@ -416,11 +416,12 @@ def data_limits(engine: Any, workload: Any, scale: int, catalog: Any, specs: dic
     from pmem_advisor.rules.model import human_bytes
     from pmem_advisor.tuner.feasible import by_knob, check_catalog, refuse_unfit_scale
 
-    bounds = engine.data_bounds(workload, scale, catalog)
+    bounds = engine.data_bounds(workload, scale, catalog, budget_bytes)
     if not bounds:
         return limits
     check_catalog(bounds, specs, binary.version, binary.flavour)
-    refuse_unfit_scale(lambda s: engine.data_bounds(workload, s, catalog), scale, specs,
+    refuse_unfit_scale(lambda s: engine.data_bounds(workload, s, catalog, budget_bytes),
+                       scale, specs,
                        limits, rule_bounds, workload=workload.name,
                        budget=human_bytes(budget_bytes))
     return dataclasses.replace(limits, data_bounds=by_knob(bounds))

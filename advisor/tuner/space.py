@@ -21,7 +21,7 @@ from optuna.distributions import (
 )
 
 from pmem_advisor.errors import UnknownKnobError, UsageError
-from pmem_advisor.tuner.limits import UNIT_BYTES, Limits
+from pmem_advisor.tuner.limits import LOW_SPAN, UNIT_BYTES, Limits
 
 NUMERIC_TYPES = {"int", "size", "duration", "real"}
 TUNABLE_TYPES = NUMERIC_TYPES | {"bool", "enum"}
@@ -246,6 +246,8 @@ def _numeric_range(spec: KnobSpec, bound: Any, anchors: list[Any],
             lo, source = data.low, "data"
         if data.high is not None and data.high < hi:
             hi, source = data.high, "data"
+            if lo > hi:  # a floor from a host-derived default (80% of RAM / 16): not the
+                lo = max(spec.min or 0, data.low or 0, hi / LOW_SPAN)  # data's demand
         if lo > hi:
             raise UsageError(f"knob {spec.name}: no value fits both the data ({data.reason}) "
                              f"and the budget (at most {hi:,.0f})")

@@ -146,3 +146,22 @@ def test_sampled_configs_over_the_budget_are_resampled_not_failed():
     assert all(gate(c.params) is None for c in ev.configs[1:])
     skipped = [t for t in trials if t.user_attrs.get(OVER_BUDGET_ATTR)]
     assert skipped and all(not t.user_attrs.get("failure") for t in skipped)
+
+
+def test_duckdb_default_memory_limit_is_brought_within_the_budget():
+    engine = get_engine("duckdb")
+    catalog = load_catalog("duckdb", "duckdb", "2.0")
+    specs = {k.name: KnobSpec.from_knob(k) for k in catalog}
+
+    class Binary:
+        flavour, version = "duckdb", "2.0.1"
+
+    limits = data_limits(engine, engine.workload("olap-tpch-lite"), 60, catalog, specs,
+                         Limits(1 * GB), {}, binary=Binary(), budget_bytes=1 * GB)
+    space = build_space(specs, engine="duckdb", flavour="duckdb", version="2.0",
+                        important=[], use_rules=False, limits=limits)
+    knobs = {k.name: k for k in space.knobs}
+    assert knobs["memory_limit"].high <= 0.8 * GB
+    assert knobs["memory_limit"].low < knobs["memory_limit"].high
+    assert space.default_fixes == {"memory_limit": int(knobs["memory_limit"].high)}
+    assert knobs["threads"].high <= 32
