@@ -355,13 +355,13 @@ def open_real(scn: Scenario, *, log: Callable[[str], None]) -> CollectContext:
     from pmem_advisor.knobs.catalog import load_catalog
     from pmem_advisor.probes.profile import probe
     from pmem_advisor.probes.sysaccess import SysAccess
-    from pmem_advisor.rules.engine import recommend
+    from pmem_advisor.rules.combine import recommend
     from pmem_advisor.rules.facts import build_facts
     from pmem_advisor.tuner.limits import Limits
     from pmem_advisor.tuner.managed import ManagedEvaluator
     from pmem_advisor.tuner.session import data_limits
     from pmem_advisor.tuner.space import KnobSpec, build_space
-    from pmem_advisor.workloads import get_workload
+    from pmem_advisor.workloads.registry import get_workload
 
     if not os.path.isdir(scn.path):
         raise AdvisorError(f"{scn.path} does not exist: cannot place {scn.name}")

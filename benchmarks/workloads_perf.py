@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from pmem_advisor.instances import create_instance, pick_server
-from pmem_advisor.workloads import get_workload
+from pmem_advisor.workloads.registry import get_workload
 
 CASES = {
     "pgbench": ("pgbench-tpcb", 20, ("postgres",)),

@@ -3,11 +3,11 @@
 Import the pieces from their modules; the common names are re-exported here.
 """
 
+from pmem_advisor.engines.mysql.parse import parse_mycnf
+from pmem_advisor.engines.postgres.parse import parse_postgresql_conf
 from pmem_advisor.knobs.catalog import Catalog, Knob, KnobNotInVersion, load_catalog
 from pmem_advisor.knobs.configfile import ConfigEntry, ConfigFile
 from pmem_advisor.knobs.emit import Header, Setting, emit_config, emit_mycnf, emit_postgresql_conf
-from pmem_advisor.knobs.parse_mycnf import parse_mycnf
-from pmem_advisor.knobs.parse_pg import parse_postgresql_conf
 from pmem_advisor.knobs.version import parse_version
 
 __all__ = [

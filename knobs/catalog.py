@@ -33,7 +33,7 @@ from pmem_advisor.knobs.version import parse_version, series, version_in
 DATA = Path(__file__).resolve().parent / "data"
 # Folders searched for <flavour>.yaml after DATA (tests add their own engines' catalogs).
 EXTRA_CATALOG_DIRS: list[Path] = []
-# The engines are data (advisor/engines/data/*.yaml): engines() / flavours_of() read them.
+# The engines are data (advisor/engines/*/<name>.yaml): engines() / flavours_of() read them.
 # ENGINES is kept for the built-in two; new code asks the engine registry.
 ENGINES = {"postgres": ("postgresql",), "mysql": ("mysql", "mariadb")}
 DEFAULT_FLAVOUR = {"postgres": "postgresql", "mysql": "mysql"}
@@ -326,7 +326,7 @@ def supported_versions(engine: str, flavour: str | None = None) -> list[str]:
 
 
 def _spec(engine: str):
-    """The engine's data (advisor/engines/data/<engine>.yaml); UsageError when unknown."""
+    """The engine's data (advisor/engines/<engine>/<engine>.yaml); UsageError when unknown."""
     from pmem_advisor.engines import registry
 
     specs = {s.name: s for s in registry.specs()}

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pmem_advisor import __version__
+from pmem_advisor.engines.mysql.parse import quote_value
+from pmem_advisor.engines.postgres.parse import quote
 from pmem_advisor.errors import UsageError
 from pmem_advisor.knobs.catalog import Catalog, Knob, KnobNotInVersion, load_catalog
-from pmem_advisor.knobs.parse_mycnf import quote_value
-from pmem_advisor.knobs.parse_pg import quote
 
 
 @dataclass(frozen=True)

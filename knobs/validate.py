@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from pmem_advisor.engines.mysql.parse import quote_value
+from pmem_advisor.engines.postgres.parse import quote
 from pmem_advisor.errors import ServerError, UsageError
 from pmem_advisor.knobs import units
 from pmem_advisor.knobs.catalog import Catalog, Knob, load_catalog, normalize_name
 from pmem_advisor.knobs.configfile import ConfigEntry, ConfigFile
-from pmem_advisor.knobs.parse_mycnf import quote_value
-from pmem_advisor.knobs.parse_pg import quote
 
 _PG_PARAM = re.compile(r'parameter "([A-Za-z0-9_.]+)"')
 _MY_UNKNOWN = re.compile(r"unknown (?:variable|option) '(?:--)?([A-Za-z0-9_\-]+)")

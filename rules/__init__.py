@@ -4,7 +4,7 @@
 important) and ``check`` (findings for a host, a config or a running server).
 """
 
-from pmem_advisor.rules.engine import Recommendation, check, recommend
+from pmem_advisor.rules.combine import Recommendation, check, recommend
 from pmem_advisor.rules.facts import Facts, build_facts
 from pmem_advisor.rules.model import Finding
 

@@ -234,7 +234,7 @@ def flavour_for(engine: str, flavour: str | None, version: str | None) -> str:
 
 
 def known_engines() -> list[str]:
-    """The registered engines' names (advisor/engines/data/*.yaml)."""
+    """The registered engines' names (advisor/engines/*/<name>.yaml)."""
     from pmem_advisor.engines.registry import list_engines
 
     return list_engines()

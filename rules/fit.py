@@ -18,7 +18,7 @@ Every changed line says what it was and why it changed.
 from __future__ import annotations
 
 from pmem_advisor.errors import UnknownKnobError, UsageError
-from pmem_advisor.rules.engine import Recommendation, Setting
+from pmem_advisor.rules.combine import Recommendation, Setting
 from pmem_advisor.rules.memory import (
     BUDGET_SHARE,
     KB,

@@ -1,7 +1,10 @@
-"""Named benchmark workloads (pgbench, sysbench, our own Lua TPC-C-like and YCSB, OLAP,
-sql-file): ``get_workload(name).load(conn, scale)`` then ``.run(conn, clients=..., ...)``."""
+"""Named benchmark workloads (sysbench, our own Lua TPC-C-like and YCSB, OLAP, sql-file;
+engine-specific ones live in their engine's package): ``registry.get_workload(name)
+.load(conn, scale)`` then ``.run(conn, clients=..., ...)``.
+
+The package imports only the base types: the registry names engine workloads, and an engine's
+workload module imports ``workloads.base``, which must not pull the registry in with it."""
 
 from pmem_advisor.workloads.base import Workload, WorkloadResult
-from pmem_advisor.workloads.registry import WORKLOADS, get_workload, list_workloads
 
-__all__ = ["WORKLOADS", "Workload", "WorkloadResult", "get_workload", "list_workloads"]
+__all__ = ["Workload", "WorkloadResult"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from pmem_advisor.engines.postgres.pgbench import PgbenchCustom, PgbenchTpcb
 from pmem_advisor.errors import UsageError
 from pmem_advisor.workloads.base import Workload
 from pmem_advisor.workloads.olap import OlapTpchLite
-from pmem_advisor.workloads.pgbench import PgbenchCustom, PgbenchTpcb
 from pmem_advisor.workloads.sqlfile import SqlFile
 from pmem_advisor.workloads.sysbench import OLTP_WORKLOADS
 from pmem_advisor.workloads.tpcc import Tpcc

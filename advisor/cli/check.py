@@ -210,11 +210,11 @@ def read_config(path: str, engine: str, flavour: str | None, version: str | None
                          "postgresql.conf, not a MySQL/MariaDB option file",
                          hint="use --db postgres")
     if engine == "postgres":
-        from pmem_advisor.knobs.parse_pg import parse_postgresql_conf
+        from pmem_advisor.engines.postgres.parse import parse_postgresql_conf
 
         parsed = parse_postgresql_conf(path)
     else:
-        from pmem_advisor.knobs.parse_mycnf import parse_mycnf
+        from pmem_advisor.engines.mysql.parse import parse_mycnf
 
         parsed = parse_mycnf(path, flavour=flavour, version=version)
         if parsed.ignored and not parsed.entries:
@@ -300,8 +300,8 @@ def junit(findings, fail_on: str, *, name: str = "pmem-advisor check",
 def server_diff(rec, settings: dict, catalog, flavour: str, version: str | None) -> list[dict]:
     """What ``recommend`` would change on the running server, with the statement that sets it
     and whether a restart is needed (the catalog's scope)."""
-    from pmem_advisor.knobs.parse_mycnf import quote_value
-    from pmem_advisor.knobs.parse_pg import quote
+    from pmem_advisor.engines.mysql.parse import quote_value
+    from pmem_advisor.engines.postgres.parse import quote
     from pmem_advisor.knobs.version import parse_version
 
     rows = []

@@ -7,14 +7,14 @@ from rich.table import Table
 
 from pmem_advisor.cli.knobs import resolve_engine, resolve_target
 from pmem_advisor.cli.output import console, out, print_json
+from pmem_advisor.engines.mysql.parse import parse_mycnf
+from pmem_advisor.engines.postgres.parse import parse_postgresql_conf
 from pmem_advisor.engines.registry import engine_help
 from pmem_advisor.errors import EXIT_FINDINGS, InputError, UsageError
 from pmem_advisor.fileio import write_keeping_backup
 from pmem_advisor.knobs.catalog import load_catalog
 from pmem_advisor.knobs.configfile import ConfigFile, read_head
 from pmem_advisor.knobs.emit import Header, Setting, emit_config
-from pmem_advisor.knobs.parse_mycnf import parse_mycnf
-from pmem_advisor.knobs.parse_pg import parse_postgresql_conf
 
 config_app = typer.Typer(help="Render, parse and validate server config files.",
                          no_args_is_help=True)

@@ -14,7 +14,7 @@ SCHEMA = "pmem-advisor.knobs/1"
 
 def resolve_engine(engine: str, flavour: str | None) -> tuple[str, str | None]:
     """(engine name, flavour) for an engine name or alias ('mariadb' -> mysql, mariadb);
-    UsageError for an unknown engine (the list is advisor/engines/data)."""
+    UsageError for an unknown engine (the list is the YAML files in advisor/engines/*/)."""
     from pmem_advisor.engines.registry import resolve
 
     eng, picked = resolve(engine)

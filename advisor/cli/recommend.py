@@ -54,7 +54,7 @@ def load_profile(profile: str | None, root: str | None, paths: list[str]) -> dic
 def split_engine(engine: str) -> tuple[str, str | None]:
     """An engine name or alias -> (engine, flavour it picks): 'pg' -> ('postgres',
     'postgresql'), 'mariadb' -> ('mysql', 'mariadb'), 'mysql' -> ('mysql', None). The names
-    are data (advisor/engines/data/*.yaml); UsageError for an unknown one."""
+    are data (advisor/engines/*/<name>.yaml); UsageError for an unknown one."""
     from pmem_advisor.engines.registry import resolve
 
     eng, flavour = resolve(engine)

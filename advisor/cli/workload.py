@@ -10,8 +10,7 @@ from rich.table import Table
 
 from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
 from pmem_advisor.errors import EnvironmentProblem, InputError, ServerError, UsageError
-from pmem_advisor.workloads import WORKLOADS, get_workload
-from pmem_advisor.workloads.registry import workload_class
+from pmem_advisor.workloads.registry import WORKLOADS, get_workload, workload_class
 
 workload_app = typer.Typer(
     help="Named benchmark workloads: list them, run one on a managed server.",

@@ -1,16 +1,17 @@
 """The Engine interface: what the CLI, the rules and the tuner ask of a database engine.
 
-An engine is data plus one class. The data (``advisor/engines/data/<name>.yaml``, checked by
-``engine.schema.json``) says its name, title, kind, flavours, packages, binaries, config
+An engine is a package: data plus one class. The data (``advisor/engines/<engine>/<name>.yaml``,
+checked by ``engine.schema.json``) says its name, title, kind, flavours, packages, binaries, config
 format, workloads and the papers its rules cite; the class (named by the YAML's ``module``)
 does what differs per engine: emit and parse its config, run it, measure it.
 
 Adding an engine means, each in its own place:
-  knobs/data/<flavour>.yaml              the knob catalog (safety classes, risky_values)
-  advisor/engines/data/<name>.yaml        this engine's data
-  advisor/engines/<name>.py               the Engine subclass (emit, parse, run, measure)
-  workloads/<name>_*.py                   its workloads (made by ``Engine.workload``)
-  rules/baseline/<name>.py, rules/catalog/PMnnn_*.py   its rules (``Rule.engines = (name,)``)
+  knobs/data/<flavour>.yaml                  the knob catalog (safety classes, risky_values)
+  advisor/engines/<engine>/<name>.yaml       this engine's data
+  advisor/engines/<engine>/engine.py         the Engine subclass (emit, parse, run, measure)
+  advisor/engines/<engine>/workload.py       its workloads (made by ``Engine.workload``)
+  advisor/engines/<engine>/baseline.py, rules/catalog/PMnnn_*.py   its rules
+                                             (``Rule.engines = (name,)``)
 
 Everything an engine cannot do raises a one-line ``UsageError`` (exit 2: the request does not
 fit the engine) or ``EnvironmentProblem`` (exit 3: something to install), never
@@ -223,7 +224,7 @@ class Engine:
 
     # -- rules ---------------------------------------------------------------------------
     def baseline_rules(self) -> tuple[Rule, ...]:
-        """The engine's baseline sizing rules (rules/baseline/<name>.py), lowest priority;
+        """The engine's baseline sizing rules (its package's baseline.py), lowest priority;
         each has ``engines = (self.name,)``. Paper rules live in rules/catalog and are found
         there by their ``engines``. Default: none."""
         return ()

@@ -1,4 +1,5 @@
-"""The engine list is data: every ``advisor/engines/data/<name>.yaml`` is one engine.
+"""The engine list is data: every ``advisor/engines/<package>/<name>.yaml`` is one engine
+(one package per engine; advice/ holds the advice-only ones).
 
 ``get_engine("pg")`` resolves names and aliases; ``resolve("mariadb")`` also gives the flavour
 an alias picks. The YAML is checked against ``engine.schema.json`` when first read; the
@@ -20,14 +21,15 @@ import yaml
 from pmem_advisor.engines.base import Engine, EngineDataError, EngineSpec
 from pmem_advisor.errors import UsageError
 
-DATA = Path(__file__).resolve().parent / "data"
+ENGINES_DIR = Path(__file__).resolve().parent  # one sub-package per engine, its YAML inside
+SCHEMA = ENGINES_DIR / "engine.schema.json"
 _extra_dirs: list[Path] = []  # tests add folders of their own engines (add_data_dir)
 _instances: dict[str, Engine] = {}
 
 
 @cache
 def _schema() -> dict:
-    return json.loads((DATA / "engine.schema.json").read_text(encoding="utf-8"))
+    return json.loads(SCHEMA.read_text(encoding="utf-8"))
 
 
 def load_spec(path: Path) -> EngineSpec:
@@ -51,7 +53,9 @@ def load_spec(path: Path) -> EngineSpec:
 
 def _files() -> list[Path]:
     files: dict[str, Path] = {}
-    for folder in (DATA, *_extra_dirs):
+    packages = sorted(p for p in ENGINES_DIR.iterdir()
+                      if p.is_dir() and (p / "__init__.py").is_file())
+    for folder in (*packages, *_extra_dirs):
         for path in sorted(folder.glob("*.yaml")):
             if path.stem in files:
                 raise EngineDataError(f"engine data {path}: engine {path.stem!r} is already "

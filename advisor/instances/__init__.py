@@ -42,8 +42,8 @@ def create_instance(
     for note in notes:  # what the reaper left alone, and why: the user should know
         print(f"note: {note}", file=sys.stderr)
     if binary.engine == "postgres":
-        from pmem_advisor.instances.postgres import PostgresInstance as cls
+        from pmem_advisor.engines.postgres.instance import PostgresInstance as cls
     else:
-        from pmem_advisor.instances.mysql import MySQLInstance as cls
+        from pmem_advisor.engines.mysql.instance import MySQLInstance as cls
     return cls(binary, workdir, data_dir=data_dir, wal_dir=wal_dir,
                init_settings=init_settings, tcp=tcp, golden_dir=golden_dir)

@@ -193,7 +193,7 @@ def _profile(req: TuneRequest) -> dict:
 def _recommendation(req: TuneRequest, binary: Any, catalog: Any, kind: str, profile: dict,
                     target: Target) -> Any:
     """The rules' recommendation for the production target on this machine's hardware."""
-    from pmem_advisor.rules.engine import recommend
+    from pmem_advisor.rules.combine import recommend
     from pmem_advisor.rules.facts import build_facts
 
     facts = build_facts(profile, engine=req.engine, flavour=binary.flavour,

@@ -14,7 +14,7 @@ small for even the baseline, max_wal_size is capped to that room (a full pg_wal 
 check warns about a config whose max_wal_size exceeds it.
 """
 
-from pmem_advisor.rules.baseline.postgres import WAL_SIZES
+from pmem_advisor.engines.postgres.baseline import WAL_SIZES
 from pmem_advisor.rules.model import PRIORITY_SPEED, Bound, Bytes, Note, Rule, Seconds, Set
 
 GB = 1 << 30

@@ -12,7 +12,7 @@ Recommendation: search the redo capacity from the baseline up to 4x it (at most 
 size, fixed at restart).
 """
 
-from pmem_advisor.rules.baseline.mysql import redo
+from pmem_advisor.engines.mysql.baseline import redo
 from pmem_advisor.rules.model import PRIORITY_SPEED, Bound, Bytes, Note, Rule
 
 GB = 1 << 30

@@ -17,9 +17,9 @@ when a 1 GiB pool already covers the segment. Reserved huge pages leave the RAM 
 everything else: the note says so.
 """
 
+from pmem_advisor.engines.postgres import baseline
 from pmem_advisor.probes.hugepages import pages_needed, pg_shared_memory_bytes, pool_for
 from pmem_advisor.probes.summary import human_bytes
-from pmem_advisor.rules.baseline import postgres as baseline
 from pmem_advisor.rules.model import PRIORITY_SPEED, Bytes, OsStep, Rule, Set
 
 MIN_SHARED_BUFFERS = 2 << 30

@@ -16,9 +16,9 @@ Recommendation (from a 2 GiB buffer pool): large_pages = ON with the three steps
 the count.
 """
 
+from pmem_advisor.engines.mysql import baseline
 from pmem_advisor.probes.hugepages import pages_needed, pool_for
 from pmem_advisor.probes.summary import human_bytes
-from pmem_advisor.rules.baseline import mysql as baseline
 from pmem_advisor.rules.catalog.PM040_pg_huge_pages import (
     MIN_SHARED_BUFFERS,
     pool_shortfall,

@@ -11,7 +11,7 @@ owns the PMEM (the baseline's value, now for the paper's reason); the tuner may 
 to the logical CPUs there (PM051: hyper-threads help random reads, D21-6).
 """
 
-from pmem_advisor.rules.baseline.duckdb import near_node, physical_cores_near
+from pmem_advisor.engines.duckdb.baseline import near_node, physical_cores_near
 from pmem_advisor.rules.model import PRIORITY_SPEED, Note, Rule, Set
 
 

@@ -9,7 +9,7 @@ Recommendation: keep PM050's physical cores as the recommendation, and search ``
 from the physical cores up to the logical CPUs of the PMEM's node when tuning on PMEM.
 """
 
-from pmem_advisor.rules.baseline.duckdb import near_node, physical_cores_near
+from pmem_advisor.engines.duckdb.baseline import near_node, physical_cores_near
 from pmem_advisor.rules.model import PRIORITY_SPEED, Bound, Rule
 
 

@@ -11,7 +11,7 @@ Recommendation: for OLAP, memory_limit is sized from the budget with the worst c
 ``check`` warns when spilling is disabled or memory_limit exceeds the budget.
 """
 
-from pmem_advisor.rules.baseline.duckdb import memory_limit, physical_cores_near
+from pmem_advisor.engines.duckdb.baseline import memory_limit, physical_cores_near
 from pmem_advisor.rules.memory import BUDGET_SHARE
 from pmem_advisor.rules.model import PRIORITY_SPEED, Bound, Bytes, Note, Rule
 
@@ -41,7 +41,7 @@ class DuckdbMemoryLimitMatters(Rule):
                      "joins finish")]
 
     def check_config(self, f, config, effects, same_value):
-        from pmem_advisor.engines.duckdb_catalog import parse_size
+        from pmem_advisor.engines.duckdb.catalog import parse_size
 
         found = []
         if "temp_directory" in config and not str(config["temp_directory"]).strip():

@@ -43,8 +43,8 @@ class TarantoolWalModeFsync(Rule):
 
     def _other_risks(self, facts, config):
         """Other values the catalog classes as durability risks (force_recovery = true)."""
-        from pmem_advisor.engines.tarantool_catalog import load
-        from pmem_advisor.engines.tarantool_lua import lua_value
+        from pmem_advisor.engines.tarantool.catalog import load
+        from pmem_advisor.engines.tarantool.lua import lua_value
         from pmem_advisor.knobs.catalog import risky_settings
 
         catalog = load(facts.version)

@@ -171,7 +171,7 @@ def build_input(facts: Facts, settings: dict | None = None, *, source: str = "no
 
     from pmem_advisor.errors import UsageError
     from pmem_advisor.rules.budget import effective_budget
-    from pmem_advisor.rules.engine import load_catalog_for
+    from pmem_advisor.rules.combine import load_catalog_for
 
     notes = notes if notes is not None else []
     settings = {str(k).lower(): str(v) for k, v in (settings or {}).items()}

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pmem_advisor.engines.duckdb import _same
-from pmem_advisor.engines.duckdb_catalog import (
+from pmem_advisor.engines.duckdb.catalog import (
     load_duckdb_catalog,
     parse_shown_size,
     parse_size,
     render_size,
 )
+from pmem_advisor.engines.duckdb.engine import _same
 from pmem_advisor.errors import UsageError
 
 duckdb = pytest.importorskip("duckdb", reason="PyPI duckdb is not installed (extra: duckdb)")

@@ -82,7 +82,7 @@ def test_validate_by_starting_good_and_bad(duck, tmp_path):
     with pytest.raises(UsageError, match="memory_limit"):
         duck.validate_by_starting("SET memory_limit = '10KB';", tmp_path)
     # a value our catalog cannot judge but DuckDB refuses: DuckDB's own reason comes back
-    from pmem_advisor.engines.duckdb_runner import validate_statements
+    from pmem_advisor.engines.duckdb.runner import validate_statements
 
     with pytest.raises(UsageError, match="DuckDB refused the config at `SET pin_threads"):
         validate_statements(["SET pin_threads = 'sometimes'"], ["pin_threads"], tmp_path)
@@ -136,7 +136,7 @@ def test_evaluator_tiny(duck):
 
 
 def test_child_over_its_memory_cap_is_killed(tmp_path):
-    from pmem_advisor.engines.duckdb_runner import run_child
+    from pmem_advisor.engines.duckdb.runner import run_child
 
     ans = run_child({"op": "validate", "db": str(tmp_path / "x.duckdb"), "statements": [],
                      "names": []}, timeout=30, memory_cap=1 * MB)

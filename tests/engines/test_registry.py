@@ -1,4 +1,4 @@
-"""The engine registry: engines are data (advisor/engines/data/*.yaml checked by a schema),
+"""The engine registry: engines are data (advisor/engines/*/<name>.yaml checked by a schema),
 names and aliases resolve as the CLI always took them, and a new engine (tests/engines/
 fake_engine.py) plugs into recommend, check, config and tune without any CLI change."""
 

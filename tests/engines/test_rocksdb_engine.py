@@ -89,7 +89,7 @@ def test_evaluator_tiny(where):
 @needs_db_bench
 def test_evaluator_reports_db_bench_reason(monkeypatch):
     """A file RocksDB itself refuses: evaluate() returns RocksDB's reason, never raises."""
-    from pmem_advisor.engines import rocksdb_options
+    from pmem_advisor.engines.rocksdb import options as rocksdb_options
     from pmem_advisor.tuner.evaluator import TrialConfig
 
     eng = _engine()
@@ -105,7 +105,7 @@ def test_evaluator_reports_db_bench_reason(monkeypatch):
 
 
 def test_a_killed_db_bench_says_so_not_its_last_progress_line():
-    from pmem_advisor.engines.rocksdb_bench import _why
+    from pmem_advisor.engines.rocksdb.bench import _why
 
     out = "... finished 400000 ops\n... finished 500000 ops\n"
     assert "killed by signal 9" in _why(-9, out) and "500000" not in _why(-9, out)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pmem_advisor.engines.rocksdb_options import (
+from pmem_advisor.engines.rocksdb.options import (
     CF,
     DB,
     SECTIONS,
@@ -17,9 +17,9 @@ from pmem_advisor.engines.rocksdb_options import (
     load_rocksdb_catalog,
     parse_options,
 )
+from pmem_advisor.engines.rocksdb.workload import MIXES, RocksYcsb, failure_reason, parse_output
 from pmem_advisor.errors import UsageError
 from pmem_advisor.knobs.emit import Header, Setting
-from pmem_advisor.workloads.rocksdb_ycsb import MIXES, RocksYcsb, failure_reason, parse_output
 
 DB_BENCH = shutil.which("db_bench")
 needs_db_bench = pytest.mark.skipif(DB_BENCH is None,
@@ -134,7 +134,7 @@ def test_emit_refuses_bad_values_and_conflicts(catalog):
 
 
 def test_risky_values_come_from_the_catalog(catalog):
-    from pmem_advisor.engines.rocksdb_options import risky
+    from pmem_advisor.engines.rocksdb.options import risky
 
     found = risky(catalog, {"disable_wal": True, "sync": False, "manual_wal_flush": True,
                             "max_background_jobs": 4,

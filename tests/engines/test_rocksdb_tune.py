@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.slow,
 @pytest.mark.parametrize("where", ["/dev/shm", "/var/tmp"])
 def test_tune_cli_tiny(run_cli, tmp_path, where):
     from pmem_advisor.engines.registry import get_engine
-    from pmem_advisor.engines.rocksdb_options import parse_options
+    from pmem_advisor.engines.rocksdb.options import parse_options
 
     eng = get_engine("rocksdb")
     base = Path(tempfile.mkdtemp(prefix="rocks-tune-", dir=where))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pmem_advisor.engines.tarantool_catalog import load
-from pmem_advisor.engines.tarantool_lua import emit_box_cfg, parse_box_cfg, parse_box_cfg_values
+from pmem_advisor.engines.tarantool.catalog import load
+from pmem_advisor.engines.tarantool.lua import emit_box_cfg, parse_box_cfg, parse_box_cfg_values
 from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.knobs.emit import Header, Setting
 
@@ -131,7 +131,7 @@ def test_memory_worst_case_counts_quotas_and_connections(catalog):
 
 
 def test_recommend_fits_the_budget_and_is_durable():
-    from pmem_advisor.rules import engine as rules_engine
+    from pmem_advisor.rules import combine as rules_engine
     from pmem_advisor.rules.facts import build_facts
     from tests.rules.machines import make_profile
 

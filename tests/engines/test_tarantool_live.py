@@ -18,7 +18,7 @@ from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.knobs.emit import Header, Setting
 
 try:
-    from pmem_advisor.engines.tarantool_instance import find_tarantool
+    from pmem_advisor.engines.tarantool.instance import find_tarantool
 
     BINARY = find_tarantool()
 except EnvironmentProblem:
@@ -46,7 +46,7 @@ def base(request):
 
 
 def test_catalog_defaults_match_the_binary():
-    from pmem_advisor.engines.tarantool_instance import TarantoolInstance
+    from pmem_advisor.engines.tarantool.instance import TarantoolInstance
 
     catalog = _engine().catalog(version=BINARY.version)
     with TarantoolInstance(BINARY) as inst:
@@ -65,7 +65,7 @@ def test_catalog_defaults_match_the_binary():
 
 
 def test_instance_is_unprivileged_on_a_private_socket_and_leaves_nothing():
-    from pmem_advisor.engines.tarantool_instance import TarantoolInstance
+    from pmem_advisor.engines.tarantool.instance import TarantoolInstance
     from pmem_advisor.instances import registry
 
     inst = TarantoolInstance(BINARY)
@@ -116,7 +116,7 @@ def test_config_validate_cli(run_cli, tmp_path):
 
 
 def test_find_binary_missing_names_the_package(monkeypatch):
-    from pmem_advisor.engines import tarantool_instance
+    from pmem_advisor.engines.tarantool import instance as tarantool_instance
 
     monkeypatch.setattr(tarantool_instance, "_which", lambda name: None)
     monkeypatch.setattr(tarantool_instance, "FALLBACK_PATHS", ("/nonexistent/tarantool",))
@@ -153,7 +153,7 @@ def test_evaluator_tiny(base):
 def test_recommend_on_a_captured_pmem_machine_starts(tmp_path):
     from pmem_advisor.probes.profile import probe
     from pmem_advisor.probes.sysaccess import SysAccess
-    from pmem_advisor.rules import engine as rules_engine
+    from pmem_advisor.rules import combine as rules_engine
     from pmem_advisor.rules.facts import build_facts
     from tests.probes.machine_builder import build
 
@@ -175,7 +175,7 @@ def test_recommend_on_a_captured_pmem_machine_starts(tmp_path):
 
 _CHILD = """
 import sys, time
-from pmem_advisor.engines.tarantool_instance import TarantoolInstance, find_tarantool
+from pmem_advisor.engines.tarantool.instance import TarantoolInstance, find_tarantool
 inst = TarantoolInstance(find_tarantool(), sys.argv[1])
 inst.initialize()
 inst.start("box.cfg{wal_mode = 'fsync'}\\n")

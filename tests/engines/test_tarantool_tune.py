@@ -13,7 +13,7 @@ import pytest
 from pmem_advisor.errors import EnvironmentProblem
 
 try:
-    from pmem_advisor.engines.tarantool_instance import find_tarantool
+    from pmem_advisor.engines.tarantool.instance import find_tarantool
 
     BINARY = find_tarantool()
 except EnvironmentProblem:

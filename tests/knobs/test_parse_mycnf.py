@@ -2,8 +2,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pmem_advisor.engines.mysql.parse import parse_mycnf, parse_mycnf_text, quote_value
 from pmem_advisor.errors import InputError
-from pmem_advisor.knobs.parse_mycnf import parse_mycnf, parse_mycnf_text, quote_value
 
 
 def test_groups_includes_and_spellings(tmp_path):

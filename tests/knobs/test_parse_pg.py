@@ -2,8 +2,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pmem_advisor.engines.postgres.parse import (
+    parse_postgresql_conf,
+    parse_postgresql_text,
+    quote,
+    unquote,
+)
 from pmem_advisor.errors import InputError
-from pmem_advisor.knobs.parse_pg import parse_postgresql_conf, parse_postgresql_text, quote, unquote
 
 
 def test_includes_quoting_last_wins(tmp_path):

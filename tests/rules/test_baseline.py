@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pmem_advisor.rules.baseline import mysql, postgres
+from pmem_advisor.engines.mysql import baseline as mysql
+from pmem_advisor.engines.postgres import baseline as postgres
 from pmem_advisor.rules.facts import build_facts
 from pmem_advisor.rules.model import Bytes
 from tests.rules.machines import make_profile

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pmem_advisor.probes.profile import probe
 from pmem_advisor.probes.sysaccess import SysAccess
-from pmem_advisor.rules import engine
+from pmem_advisor.rules import combine
 from pmem_advisor.rules.facts import build_facts
 from pmem_advisor.rules.model import Note, OsStep, Set
 from pmem_advisor.rules.registry import get_rule
@@ -60,5 +60,5 @@ def test_no_finding_in_check(tmp_path):
     root = build("hugepage-pool", tmp_path / "h")
     profile = probe(SysAccess(str(root), kind="root"), ["/var/lib/mysql"], measure=False)
     facts = build_facts(profile, engine="postgres", data_dir="/var/lib/mysql")
-    found = engine.check(facts, {"shared_buffers": "1GB"}, rules=(get_rule("PM040"),))
+    found = combine.check(facts, {"shared_buffers": "1GB"}, rules=(get_rule("PM040"),))
     assert [f for f in found if f.rule == "PM040"] == []

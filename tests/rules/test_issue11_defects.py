@@ -281,7 +281,7 @@ def test_mysql8_config_is_not_validated_on_mariadb(tmp_path):
 
     conf = tmp_path / "my.cnf"
     conf.write_text("[mysqld]\ninnodb_redo_log_capacity = 2G\ninnodb_buffer_pool_size = 1G\n")
-    from pmem_advisor.knobs.parse_mycnf import parse_mycnf
+    from pmem_advisor.engines.mysql.parse import parse_mycnf
 
     config = parse_mycnf(str(conf))
     with pytest.raises(UsageError) as e:
@@ -291,7 +291,7 @@ def test_mysql8_config_is_not_validated_on_mariadb(tmp_path):
 
 
 def test_emitted_header_names_the_flavour(tmp_path):
-    from pmem_advisor.knobs.parse_mycnf import parse_mycnf
+    from pmem_advisor.engines.mysql.parse import parse_mycnf
     from pmem_advisor.knobs.validate import check_flavour
 
     conf = tmp_path / "my.cnf"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pmem_advisor.rules import engine
+from pmem_advisor.rules import combine
 from pmem_advisor.rules.facts import build_facts
 from pmem_advisor.rules.model import Bound, Note, OsStep, Set, _show
 from pmem_advisor.rules.registry import catalog_rules, get_rule
@@ -70,7 +70,7 @@ def test_rule_case(rule_id: str, case: dict) -> None:
     for want in expect.get("os_steps") or []:
         assert any(want in s for s in steps), (want, steps)
     if "check" in expect:
-        found = engine.check(facts, case.get("config") or {}, rules=(rule,))
+        found = combine.check(facts, case.get("config") or {}, rules=(rule,))
         got = [f.to_dict() for f in found if f.rule == rule_id]
         if not expect["check"]:
             assert got == [], got

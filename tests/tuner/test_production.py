@@ -16,7 +16,7 @@ from pmem_advisor.errors import UsageError
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 from pmem_advisor.tuner.session import choose_scale, parse_duration
 from pmem_advisor.tuner.target import RESERVED_CONNECTIONS, production_target
-from pmem_advisor.workloads import get_workload
+from pmem_advisor.workloads.registry import get_workload
 
 MB, GB = 1 << 20, 1 << 30
 

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from pmem_advisor.engines.postgres.pgbench import parse_pgbench_summary, parse_transaction_logs
 from pmem_advisor.errors import EnvironmentProblem, InputError, UsageError
-from pmem_advisor.workloads import get_workload, list_workloads
 from pmem_advisor.workloads.base import (
     percentiles_from_histogram,
     percentiles_from_samples,
     tool_error,
 )
 from pmem_advisor.workloads.olap import generation_sql, load_queries
-from pmem_advisor.workloads.pgbench import parse_pgbench_summary, parse_transaction_logs
+from pmem_advisor.workloads.registry import get_workload, list_workloads
 from pmem_advisor.workloads.sqlsplit import read_statements, split_statements
 from pmem_advisor.workloads.sysbench import connection_args, parse_sysbench_output
 from tests.workloads.conftest import DATA

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from pmem_advisor.errors import EnvironmentProblem
-from pmem_advisor.workloads import get_workload, list_workloads
+from pmem_advisor.workloads.registry import get_workload, list_workloads
 from tests.faults.conftest import wait_for
 
 pytestmark = pytest.mark.server

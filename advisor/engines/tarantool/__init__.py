@@ -1,0 +1,5 @@
+"""Tarantool: spec, catalog, Lua config, managed instance, evaluator, baseline and YCSB-like
+workload.
+
+Importing the package imports nothing: the registry loads ``engine.py`` when the engine is
+asked for (the spec YAML beside it names the class)."""
