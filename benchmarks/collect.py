@@ -268,8 +268,24 @@ def collect(ctx: CollectContext, data_dir: Path, *, minutes: float | None = None
                        loadavg_end=[round(x, 2) for x in os.getloadavg()])
             prov["rows"] = len(rows)
             prov["screen"] = screen_verdict(rows, scn.repeats)[1]
+            prov["machine_load"] = load_note(rows)
             dataset.write_json(prov_path, prov)
     return added
+
+
+def load_note(rows: list[dict[str, Any]]) -> str | None:
+    """What the machine's load was while the rows were measured, in words: other work on a
+    shared machine is part of the noise, and the provenance says so."""
+    loads = [r["loadavg_before"][0] for r in rows if r.get("loadavg_before")]
+    if not loads:
+        return None
+    cores = os.cpu_count() or 1
+    text = f"1-minute load average {min(loads):.1f}-{max(loads):.1f} on {cores} cores"
+    if max(loads) > 2 * cores:
+        text += (" while the rows ran: the machine was busy with other work (the benchmark's "
+                 "own clients and server account for about the core count), so much of the "
+                 "spread is other tenants'")
+    return text
 
 
 def space_record(space: Any) -> list[dict[str, Any]]:
