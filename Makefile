@@ -56,6 +56,7 @@ doctor: install
 
 lint: install
 	$(VENV)/bin/ruff check advisor knobs probes rules workloads tests benchmarks scripts
+	$(PY) scripts/lint_imports.py
 
 test: install lint
 	$(PY) -m pytest $(PYTEST_ARGS)

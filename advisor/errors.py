@@ -8,6 +8,9 @@ Exit codes (stable, documented in the README):
 
 from __future__ import annotations
 
+import errno
+from pathlib import Path
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
@@ -72,3 +75,20 @@ class Interrupted(AdvisorError):
     """The user pressed Ctrl-C; everything started was cleaned up."""
 
     exit_code = EXIT_INTERRUPTED
+
+
+# OSErrors that say something about the machine (exit 3), not about the path given (exit 2).
+_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+                       errno.EIO, errno.EFBIG, errno.EMFILE, errno.ENFILE}
+
+
+def as_error(e: OSError, path: str | Path, verb: str = "write") -> UsageError | EnvironmentProblem:
+    """The one-line error for an OSError on ``path``: environment (3) or bad path (2)."""
+    reason = e.strerror or str(e)
+    if e.errno in _ENVIRONMENT_ERRNOS:
+        hint = {errno.ENOSPC: "free some space or choose another --out directory",
+                errno.EDQUOT: "free some space or choose another --out directory",
+                errno.EROFS: "the filesystem is mounted read-only: choose another directory"
+                }.get(e.errno, "check the permissions of the directory")
+        return EnvironmentProblem(f"cannot {verb} {path}: {reason}", hint=hint)
+    return UsageError(f"cannot {verb} {path}: {reason}")

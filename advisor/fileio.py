@@ -24,10 +24,8 @@ import stat
 import tempfile
 from pathlib import Path
 
-from pmem_advisor.errors import EnvironmentProblem, UsageError
+from pmem_advisor.errors import UsageError, as_error
 
-_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
-                       errno.EIO, errno.EFBIG, errno.EMFILE, errno.ENFILE}
 _MAX_BACKUPS = 1000
 
 
@@ -55,18 +53,6 @@ def write_file_safely(path: str | Path, data: str | bytes, *, backup: bool = Tru
 # Kept for callers written before the keywords existed.
 def write_keeping_backup(path: str | Path, data: str | bytes) -> Path | None:
     return write_file_safely(path, data)
-
-
-def as_error(e: OSError, path: str | Path, verb: str = "write") -> UsageError | EnvironmentProblem:
-    """The one-line error for an OSError on ``path``: environment (3) or bad path (2)."""
-    reason = e.strerror or str(e)
-    if e.errno in _ENVIRONMENT_ERRNOS:
-        hint = {errno.ENOSPC: "free some space or choose another --out directory",
-                errno.EDQUOT: "free some space or choose another --out directory",
-                errno.EROFS: "the filesystem is mounted read-only: choose another directory"
-                }.get(e.errno, "check the permissions of the directory")
-        return EnvironmentProblem(f"cannot {verb} {path}: {reason}", hint=hint)
-    return UsageError(f"cannot {verb} {path}: {reason}")
 
 
 def _existing(path: Path) -> os.stat_result | None:

@@ -365,6 +365,7 @@ def profile_summary(profile: dict[str, Any], root: str) -> dict[str, Any]:
 def open_real(scn: Scenario, *, log: Callable[[str], None]) -> CollectContext:
     """Probe, ask the rules at the budget, build the no-rules space, start the evaluator in a
     memory cgroup of the scenario's budget."""
+    from pmem_advisor.engines.api import EvalRequest
     from pmem_advisor.engines.registry import get_engine
     from pmem_advisor.instances import pick_server
     from pmem_advisor.instances.cgroup import CgroupUnavailable, MemoryCgroup, evict_page_cache
@@ -433,10 +434,10 @@ def open_real(scn: Scenario, *, log: Callable[[str], None]) -> CollectContext:
                 duration=scn.duration_s, warmup=scn.warmup_s, data_dir=root / "data",
                 wal_dir=root / "wal", workdir=root, catalog=catalog)
         else:  # the engine's own evaluator (db_bench, a DuckDB child, a Tarantool server)
-            evaluator = engine.evaluator(
+            evaluator = engine.evaluator(EvalRequest(
                 binary, workload, scale=scn.scale, clients=scn.clients,
                 duration=scn.duration_s, warmup=scn.warmup_s, data_dir=root / "data",
-                wal_dir=None, workdir=root, catalog=catalog, cgroup=group)
+                wal_dir=None, workdir=root, catalog=catalog, cgroup=group))
         prov = {
             "scenario": scn.to_dict(),
             "server": {"flavour": binary.flavour, "version": binary.version,

@@ -26,6 +26,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from pmem_advisor.engines import api
+from pmem_advisor.engines.api import EngineSpec
 from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.knobs import units
 from pmem_advisor.knobs.version import parse_version, series, version_in
@@ -33,10 +35,6 @@ from pmem_advisor.knobs.version import parse_version, series, version_in
 DATA = Path(__file__).resolve().parent / "data"
 # Folders searched for <flavour>.yaml after DATA (tests add their own engines' catalogs).
 EXTRA_CATALOG_DIRS: list[Path] = []
-# The engines are data (advisor/engines/*/<name>.yaml): engines() / flavours_of() read them.
-# ENGINES is kept for the built-in two; new code asks the engine registry.
-ENGINES = {"postgres": ("postgresql",), "mysql": ("mysql", "mariadb")}
-DEFAULT_FLAVOUR = {"postgres": "postgresql", "mysql": "mysql"}
 NUMERIC = ("int", "size", "duration", "real")
 _PG_TRUE = ("true", "yes", "on", "1")
 _PG_FALSE = ("false", "no", "off", "0")
@@ -321,18 +319,8 @@ class Catalog:
 
 
 def supported_versions(engine: str, flavour: str | None = None) -> list[str]:
-    flavour = _flavour(engine, flavour)
+    flavour = _flavour(api.spec_of(engine), flavour)
     return list(_raw(flavour)["series"])
-
-
-def _spec(engine: str):
-    """The engine's data (advisor/engines/<engine>/<engine>.yaml); UsageError when unknown."""
-    from pmem_advisor.engines import registry
-
-    specs = {s.name: s for s in registry.specs()}
-    if engine not in specs:
-        raise UsageError(f"unknown engine {engine!r} (use {registry.names_text()})")
-    return specs[engine]
 
 
 def catalog_path(flavour: str) -> Path | None:
@@ -346,49 +334,42 @@ def catalog_path(flavour: str) -> Path | None:
 
 def catalog_engines() -> list[str]:
     """The registered engines whose default flavour has a knob catalog."""
-    from pmem_advisor.engines import registry
-
-    return [s.name for s in registry.specs() if catalog_path(s.flavours[0]) is not None]
+    return [s.name for s in api.specs() if catalog_path(s.flavours[0]) is not None]
 
 
-def _flavour(engine: str, flavour: str | None) -> str:
-    spec = _spec(engine)
-    flavour = (flavour or DEFAULT_FLAVOUR.get(engine) or spec.flavours[0]).lower()
-    if flavour == "postgres":
-        flavour = "postgresql"
+def _flavour(spec: EngineSpec, flavour: str | None) -> str:
+    flavour = (flavour or spec.flavours[0]).lower()
+    aliased = spec.aliases.get(flavour)  # 'postgres' names the postgresql flavour
+    if flavour not in spec.flavours and aliased in spec.flavours:
+        flavour = aliased
     if flavour not in spec.flavours:
-        raise UsageError(f"flavour {flavour!r} does not belong to engine {engine} "
+        raise UsageError(f"flavour {flavour!r} does not belong to engine {spec.name} "
                          f"(use {' or '.join(spec.flavours)})")
     if catalog_path(flavour) is None:
         raise UsageError(f"{spec.title} has no knob catalog (knobs/data/{flavour}.yaml)")
     return flavour
 
 
-_DISPATCHING: set[str] = set()  # engines whose own catalog() is running (it may call us)
-
-
 def load_catalog(engine: str, flavour: str | None = None, version: str | None = None) -> Catalog:
-    """The knobs of ``flavour`` as they are in ``version`` (default: the newest series).
-    An engine whose class loads its catalog itself (``Engine.catalog`` overridden: DuckDB's
-    host-derived defaults) is asked for it, so every caller gets the same catalog."""
-    if engine not in ENGINES and engine not in _DISPATCHING:
-        from pmem_advisor.engines.base import Engine
-        from pmem_advisor.engines.registry import get_engine
+    """The knobs of ``engine``'s ``flavour`` as they are in ``version`` (default: the newest
+    series), as the engine gives them (``Engine.catalog``: most read knobs/data through
+    ``build_catalog``; DuckDB derives defaults from the host), so every caller gets the same
+    catalog. UsageError for an unknown engine."""
+    return api.get_engine(api.spec_of(engine).name).catalog(flavour, version)
 
-        eng = get_engine(engine)
-        if eng.name == engine and type(eng).catalog is not Engine.catalog:
-            _DISPATCHING.add(engine)
-            try:
-                return eng.catalog(flavour, version)
-            finally:
-                _DISPATCHING.discard(engine)
-    flavour = _flavour(engine, flavour)
+
+def build_catalog(spec: EngineSpec, flavour: str | None = None,
+                  version: str | None = None) -> Catalog:
+    """The catalog of knobs/data/<flavour>.yaml (under the servers' generated lists) for the
+    engine of ``spec``, resolved for ``version`` (default: the newest series)."""
+    engine = spec.name
+    flavour = _flavour(spec, flavour)
     raw = _raw(flavour)
     supported = raw["series"]
     if version is None:
         version = supported[-1]
     version = str(version).strip()
-    v_series = series(version, _spec(engine).version_parts)
+    v_series = series(version, spec.version_parts)
     newest = parse_version(supported[-1])
     if v_series not in supported and not (
         raw.get("open_ended") and parse_version(version) > newest
@@ -464,7 +445,7 @@ _DOCS = {
 def _generated_knob(flavour: str, fact: dict, source: str, version: str) -> Knob:
     """A knob from the server's own list: known, not judged (safety unknown, not tunable)."""
     engine = _raw(flavour)["engine"]
-    major = series(version, _spec(engine).version_parts)
+    major = series(version, api.spec_of(engine).version_parts)
     knob = Knob(
         name=fact["name"], engine=engine, flavour=flavour, type=fact["type"], default=None,
         scope=fact["scope"], description=fact.get("description") or "",
@@ -505,6 +486,23 @@ def _raw(flavour: str) -> dict:
     return data
 
 
+def clear_caches() -> None:
+    """Forget what was read (the registry calls it after its data folders changed)."""
+    for fn in (_raw, _base_knobs, _at_version, _generated_docs):
+        fn.cache_clear()
+
+
+def knob_names(flavour: str) -> list[str]:
+    """The names of the curated knobs in knobs/data/<flavour>.yaml (no version resolved)."""
+    return [k["name"] for k in _raw(flavour)["knobs"]]
+
+
+@lru_cache(maxsize=1)
+def catalog_schema() -> dict:
+    """The catalog files' JSON Schema (knobs/data/catalog.schema.json)."""
+    return _schema()
+
+
 @lru_cache(maxsize=1)
 def _schema() -> dict:
     return json.loads((DATA / "catalog.schema.json").read_text(encoding="utf-8"))
@@ -513,21 +511,21 @@ def _schema() -> dict:
 @lru_cache(maxsize=8)
 def _base_knobs(flavour: str) -> tuple[Knob, ...]:
     raw = _raw(flavour)
-    return tuple(_build(raw["engine"], flavour, entry, None) for entry in raw["knobs"])
+    return tuple(build_knob(raw["engine"], flavour, entry, None) for entry in raw["knobs"])
 
 
 @lru_cache(maxsize=4096)
 def _at_version(flavour: str, name: str, version: str) -> Knob:
     raw = _raw(flavour)
     entry = next(k for k in raw["knobs"] if k["name"] == name)
-    return _build(raw["engine"], flavour, entry, version)
+    return build_knob(raw["engine"], flavour, entry, version)
 
 
 _FIELDS = ("type", "unit", "min", "max", "values", "default", "scope", "samples",
            "risky_values", "safety_reason", "build_values", "auto_values", "aliases")
 
 
-def _build(engine: str, flavour: str, entry: dict, version: str | None) -> Knob:
+def build_knob(engine: str, flavour: str, entry: dict, version: str | None) -> Knob:
     """One knob, with the ``changes`` that apply at ``version`` merged over the base entry."""
     merged = {f: entry.get(f) for f in _FIELDS}
     notes = []

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pmem_advisor import __version__
-from pmem_advisor.engines.mysql.parse import quote_value
-from pmem_advisor.engines.postgres.parse import quote
+from pmem_advisor.engines import api
 from pmem_advisor.errors import UsageError
-from pmem_advisor.knobs.catalog import Catalog, Knob, KnobNotInVersion, load_catalog
+from pmem_advisor.knobs.catalog import Catalog, Knob, KnobNotInVersion, catalog_path, load_catalog
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ def resolve_settings(settings: list[Setting], catalog: Catalog
     return list(chosen.values()), warnings
 
 
-def _header_lines(header: Header, catalog: Catalog, kind: str) -> list[str]:
+def _plain_header(header: Header, catalog: Catalog, kind: str) -> list[str]:
     lines = [
         f"# {kind} written by pmem-advisor {one_line(header.tool_version)}",
         f"# target: {catalog.title} {one_line(header.version or catalog.version)}",
@@ -85,70 +84,18 @@ def _header_lines(header: Header, catalog: Catalog, kind: str) -> list[str]:
     return lines
 
 
-def _catalog_for(engine: str, header: Header, catalog: Catalog | None) -> Catalog:
+def catalog_for(engine: str, header: Header, catalog: Catalog | None) -> Catalog:
+    """``catalog``, else the engine's catalog for the header's flavour and version."""
     if catalog is not None:
         return catalog
     return load_catalog(engine, header.flavour or None, header.version or None)
-
-
-def pg_value_text(knob: Knob, value: Any) -> str:
-    """Numbers and booleans bare (units included), everything else single-quoted."""
-    text = knob.render(value)
-    if knob.type in ("bool", "int", "size", "duration", "real"):
-        return text
-    return quote(text)
-
-
-def emit_postgresql_conf(settings: list[Setting], header: Header = Header(), *,
-                         catalog: Catalog | None = None, fragment: bool = True) -> EmittedConfig:
-    """postgresql.conf text: an include-able fragment, or a complete file with the defaults
-    of every other catalog knob as comments."""
-    catalog = _catalog_for("postgres", header, catalog)
-    resolved, warnings = resolve_settings(settings, catalog)
-    kind = "postgresql.conf fragment (include it last)" if fragment else "postgresql.conf"
-    lines = _header_lines(header, catalog, kind) + [""]
-    for knob, value, reason in resolved:
-        why = one_line(reason) or "requested"
-        if not knob.config_file:
-            warnings.append(f"{knob.name} is not a config-file setting: use {knob.init_option}")
-            lines.append(f"# {knob.name} = {knob.render(value)} needs {one_line(knob.init_option)}"
-                         f"  # {why}")
-            continue
-        lines.append(f"{knob.name} = {pg_value_text(knob, value)}  # {why}")
-    if not fragment:
-        chosen = {k.name for k, _, _ in resolved}
-        lines += ["", "# Other knobs pmem-advisor knows, at their defaults:"]
-        for knob in catalog:
-            if knob.name not in chosen and knob.config_file:
-                lines.append(f"#{knob.name} = {pg_value_text(knob, knob.default)}"
-                             f"  # default ({knob.scope})")
-    return EmittedConfig(_checked("\n".join(lines) + "\n"), warnings, resolved)
-
-
-def emit_mycnf(settings: list[Setting], header: Header = Header(), *,
-               catalog: Catalog | None = None) -> EmittedConfig:
-    """my.cnf text with one [mysqld] group."""
-    catalog = _catalog_for("mysql", header, catalog)
-    resolved, warnings = resolve_settings(settings, catalog)
-    lines = _header_lines(header, catalog, "my.cnf") + ["", "[mysqld]"]
-    for knob, value, reason in resolved:
-        if knob.scope == "reinit":
-            warnings.append(f"{knob.name} only takes effect when the data directory is created")
-        why = one_line(reason) or "requested"
-        if not knob.config_file:  # read-only or internal: the server would refuse to start
-            warnings.append(f"{knob.name} is not a config-file setting: left out")
-            lines.append(f"# {knob.name} = {one_line(knob.render(value))} cannot be set in "
-                         f"my.cnf  # {why}")
-            continue
-        lines.append(f"{knob.name} = {quote_value(knob.render(value))}  # {why}")
-    return EmittedConfig(_checked("\n".join(lines) + "\n"), warnings, resolved)
 
 
 # C0 controls but tab, DEL, C1 controls and what str.splitlines() also breaks lines at.
 _LINE_BREAKING = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-def _checked(text: str) -> str:
+def checked(text: str) -> str:
     """The last guard before a config reaches a file: one directive per line, no control
     character anywhere (a newline in a path or note would inject a setting)."""
     for n, line in enumerate(text.split("\n"), 1):
@@ -163,14 +110,7 @@ def _checked(text: str) -> str:
 def emit_config(engine: str, settings: list[Setting], header: Header = Header(), *,
                 catalog: Catalog | None = None, fragment: bool = True) -> EmittedConfig:
     """The config in ``engine``'s format (each engine's ``Engine.emit``)."""
-    if engine == "postgres":
-        return emit_postgresql_conf(settings, header, catalog=catalog, fragment=fragment)
-    if engine == "mysql":
-        return emit_mycnf(settings, header, catalog=catalog)
-    from pmem_advisor.engines.registry import get_engine
-    from pmem_advisor.knobs.catalog import catalog_path
-
-    eng = get_engine(engine)
+    eng = api.get_engine(engine)
     flavour = eng.resolve_flavour(header.flavour or None, header.version or None)
     if catalog is None and catalog_path(flavour) is not None:  # advice-only: may have none
         catalog = eng.catalog(flavour, header.version or None)
@@ -182,9 +122,4 @@ def emit_config(engine: str, settings: list[Setting], header: Header = Header(),
 def header_lines(header: Header, catalog: Catalog, kind: str, comment: str = "#") -> list[str]:
     """The header every emitted config starts with (tool version, target, hardware
     fingerprint, notes), as comment lines of the engine's format (``--`` for SQL and Lua)."""
-    return [f"{comment}{line[1:]}" for line in _header_lines(header, catalog, kind)]
-
-
-def checked(text: str) -> str:
-    """UsageError when the text holds a control character (see ``_checked``); the text."""
-    return _checked(text)
+    return [f"{comment}{line[1:]}" for line in _plain_header(header, catalog, kind)]

@@ -14,12 +14,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from pmem_advisor.engines import api
 from pmem_advisor.errors import UnknownKnobError, UsageError
+from pmem_advisor.knobs.catalog import catalog_path
 from pmem_advisor.rules.facts import Facts, bind_to_node
-from pmem_advisor.rules.memory import MemoryEstimate, gib
+from pmem_advisor.rules.fit import fit_memory
 from pmem_advisor.rules.model import (
     Bound,
     Bytes,
@@ -34,153 +35,28 @@ from pmem_advisor.rules.model import (
     severity_rank,
 )
 from pmem_advisor.rules.registry import all_rules
+from pmem_advisor.rules.result import (
+    Conflict,
+    Recommendation,
+    RecommendedSetting,
+    Step,
+    Withheld,
+    medium_notes,
+)
 
 UNSAFE_BANNER = "UNSAFE, durability risk"
 
 
-@dataclass
-class Setting:
-    name: str
-    value: Any  # in the knob's base unit when the catalog is known
-    text: str  # as written in the config file
-    default: str | None
-    rule: str
-    insights: list[str]
-    reason: str
-    source: str
-    priority: int
-    unsafe: bool = False
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "value": self.text, "default": self.default,
-                "rule": self.rule, "insights": self.insights, "reason": self.reason,
-                "source": self.source}
-
-
-@dataclass
-class Withheld:
-    name: str
-    text: str
-    rule: str
-    insights: list[str]
-    reason: str
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "value": self.text, "rule": self.rule,
-                "insights": self.insights, "reason": self.reason}
-
-
-@dataclass
-class Step:
-    rule: str
-    insights: list[str]
-    command: str
-    reason: str
-    key: str = ""
-    destructive: bool = False
-
-    def to_dict(self) -> dict:
-        return {"rule": self.rule, "insights": self.insights, "command": self.command,
-                "reason": self.reason, "destructive": self.destructive}
-
-
-@dataclass
-class Conflict:
-    subject: str  # a knob name or an OS-step key
-    winner: str
-    loser: str
-    loser_value: str
-    why: str
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
-
-@dataclass
-class Recommendation:
-    facts: Facts
-    settings: list[Setting] = field(default_factory=list)
-    withheld: list[Withheld] = field(default_factory=list)
-    os_steps: list[Step] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    bounds: dict[str, tuple | list] = field(default_factory=dict)
-    priors: dict[str, Any] = field(default_factory=dict)
-    important: list[str] = field(default_factory=list)
-    conflicts: list[Conflict] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    fired: list[str] = field(default_factory=list)
-    memory: MemoryEstimate | None = None  # worst case of the settings (rules/memory.py)
-
-    @property
-    def emulated(self) -> bool:
-        return self.facts.emulated
-
-    def target(self) -> dict:
-        f = self.facts
-        return {"engine": f.engine, "flavour": f.flavour, "version": f.version,
-                "version_note": None if f.version else
-                "no --version and no installed server: each knob as in its newest release",
-                "workload": f.workload, "memory_bytes": f.memory_bytes,
-                "memory_source": f.memory_source, "cpus": f.cpus,
-                "bound_node": f.bound_node,
-                "data_medium": f.data.medium if f.data is not None else None,
-                "data_medium_source": f.data.medium_source if f.data is not None else None,
-                "wal_medium": f.wal.medium if f.wal is not None else None}
-
-    def memory_line(self) -> str | None:
-        """ "worst-case memory: ... of a 24.0 GiB budget" for the table and config header."""
-        if self.memory is None:
-            return None
-        where = (f"NUMA node {self.facts.bound_node}'s" if self.facts.bound_node is not None
-                 else "the")
-        from pmem_advisor.rules.memory import BUDGET_SHARE
-
-        return (f"{self.memory.describe()}, fitted to {BUDGET_SHARE:.0%} of {where} "
-                f"{gib(self.facts.memory_bytes)} budget ({self.facts.memory_source}): the rest "
-                "is for the OS, WAL/binlog page cache and monitoring")
-
-    def header_notes(self) -> list[str]:
-        """Lines every emitted config carries in its header (besides OS steps/withheld)."""
-        line = self.memory_line()
-        return ([line] if line else []) + medium_notes(self.facts)
-
-    def setting(self, name: str) -> Setting | None:
-        return next((s for s in self.settings if s.name == name), None)
-
-    def to_json(self) -> dict:
-        return {
-            "settings": [s.to_dict() for s in self.settings],
-            "withheld": [w.to_dict() for w in self.withheld],
-            "os_steps": [s.to_dict() for s in self.os_steps],
-            "findings": [f.to_dict() for f in self.findings],
-            "conflicts": [c.to_dict() for c in self.conflicts],
-            "notes": list(self.notes),
-            "emulated_pmem": self.emulated,
-            "target": self.target(),
-            "memory": (self.memory.to_dict() | {"budget_bytes": self.facts.memory_bytes,
-                                                "summary": self.memory_line()}
-                       if self.memory is not None else None),
-        }
-
-
-# ---------------------------------------------------------------- catalog access
 def load_catalog_for(facts: Facts):
-    """The knob catalog for the facts' flavour/version, or None when there is no engine or the
-    knobs package is not installed (then values are rendered in plain units)."""
+    """The knob catalog for the facts' engine, flavour and version, or None when there is no
+    engine or the engine has no knob catalog (advice only: values are then rendered as
+    given)."""
     if facts.engine is None:
         return None
-    try:
-        from pmem_advisor.knobs.catalog import catalog_path, load_catalog
-    except ImportError:
+    engine = api.get_engine(facts.engine)
+    if catalog_path(engine.resolve_flavour(facts.flavour, facts.version)) is None:
         return None
-    if facts.engine not in ("postgres", "mysql"):
-        from pmem_advisor.engines.registry import get_engine
-
-        engine = get_engine(facts.engine)
-        if catalog_path(engine.resolve_flavour(facts.flavour, facts.version)) is None:
-            return None  # an advice-only engine without a knob catalog: values as given
-        return engine.catalog(facts.flavour, facts.version)
-    return load_catalog(facts.engine, facts.flavour, facts.version)
+    return engine.catalog(facts.flavour, facts.version)
 
 
 class KnobView:
@@ -308,7 +184,6 @@ def recommend(facts: Facts, *, catalog=None, rules: tuple[Rule, ...] | None = No
     rec.notes.extend(facts.notes)
     rec.notes.extend(medium_notes(facts))
     if facts.engine is not None:
-        from pmem_advisor.rules.fit import fit_memory
 
         rec.memory = fit_memory(rec, view)
         _finalize(rec, fired)
@@ -316,19 +191,6 @@ def recommend(facts: Facts, *, catalog=None, rules: tuple[Rule, ...] | None = No
         rec.notes.append("tmpfs paths stand in for persistent memory (emulated PMEM): "
                          "the PMEM rules fired for them; tmpfs is not durable")
     return rec
-
-
-def medium_notes(facts: Facts) -> list[str]:
-    """The probe's sentence on how each path's medium was found (measured, kernel, unverified):
-    every output carries it, since the I/O knobs follow that class."""
-    out = []
-    for p in facts.placed:
-        if p.medium_note and (p.role == "data" or p.medium_note != facts.data.medium_note):
-            out.append(f"{p.role} {p.path}: {p.medium_note}")
-        if p.medium_source == "unverified":
-            out.append(f"{p.role} {p.path}: the medium class {p.medium} is not verified (the "
-                       "kernel's flag on a virtual disk): measure it (probe) or pass --medium")
-    return out
 
 
 def _finalize(rec: Recommendation, fired) -> None:
@@ -340,7 +202,7 @@ def _finalize(rec: Recommendation, fired) -> None:
             continue
         rec.os_steps = [s for s in rec.os_steps if s.rule != rule.id]
         rec.os_steps += [Step(rule.id, list(rule.insights), e.command, e.reason, e.key,
-                              e.destructive) for e in steps]
+                              e.destructive, e.config) for e in steps]
 
 
 def _binding(fired) -> int | None:
@@ -370,7 +232,7 @@ def _merge_settings(rec: Recommendation, fired, view: KnobView, allow_unsafe: bo
             continue
         # highest priority first; among equals the later rule id refines the earlier one
         cands.sort(key=lambda rc: (rc[0].priority, rc[0].id), reverse=True)
-        winner: Setting | None = None
+        winner: RecommendedSetting | None = None
         for rule, e in cands:
             try:
                 base = view.to_base(name, e.value)
@@ -394,8 +256,9 @@ def _merge_settings(rec: Recommendation, fired, view: KnobView, allow_unsafe: bo
                     gain = f" Expected gain: {e.gain}." if e.gain else ""
                     reason = (f"{UNSAFE_BANNER} ({why or 'see the rule'}), applied because "
                               f"--allow-unsafe was given: {e.reason}.{gain}")
-                winner = Setting(name, base, text, view.default(name), rule.id,
-                                 list(rule.insights), reason, rule.source, rule.priority, risky)
+                winner = RecommendedSetting(name, base, text, view.default(name), rule.id,
+                                            list(rule.insights), reason, rule.source,
+                                            rule.priority, risky)
                 continue
             if text != winner.text:
                 rec.conflicts.append(Conflict(
@@ -467,7 +330,7 @@ def _merge_steps(rec: Recommendation, fired) -> None:
                 continue
             if not e.key:
                 rec.os_steps.append(Step(rule.id, list(rule.insights), e.command, e.reason,
-                                         destructive=e.destructive))
+                                         destructive=e.destructive, config=e.config))
                 continue
             prev = keyed.get(e.key)
             if prev is None or (rule.priority, rule.id) > (prev[0].priority, prev[0].id):
@@ -480,7 +343,7 @@ def _merge_steps(rec: Recommendation, fired) -> None:
                                               "higher priority OS step wins"))
     for key, (rule, e) in keyed.items():
         rec.os_steps.append(Step(rule.id, list(rule.insights), e.command, e.reason, key,
-                                 e.destructive))
+                                 e.destructive, e.config))
 
 
 def _findings(fired) -> list[Finding]:

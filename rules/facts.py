@@ -11,12 +11,11 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pmem_advisor.engines import api
 from pmem_advisor.errors import InputError, UsageError
 from pmem_advisor.knobs.version import parse_version
 
 PROFILE_SCHEMA = "pmem-advisor.probe/1"
-ENGINES = ("postgres", "mysql")  # the built-in two; known_engines() lists every engine
-FLAVOURS = {"postgres": ("postgresql",), "mysql": ("mysql", "mariadb")}
 WORKLOADS = ("oltp", "olap", "mixed", "kv")
 PMEM_MEDIA = ("pmem", "cxl")
 
@@ -215,29 +214,15 @@ def version_tuple(text: str) -> tuple[int, ...]:
 
 
 def flavour_for(engine: str, flavour: str | None, version: str | None) -> str:
-    """The flavour for ``mysql`` when not given: MariaDB versions start at 10, MySQL's below.
-    Other engines: ``Engine.resolve_flavour`` (their YAML's first flavour by default)."""
-    if engine not in FLAVOURS:
-        from pmem_advisor.engines.registry import get_engine
-
-        return get_engine(engine).resolve_flavour(flavour, version)
-    if flavour:
-        if flavour not in FLAVOURS[engine]:
-            raise UsageError(f"flavour {flavour!r} is not one of {', '.join(FLAVOURS[engine])}"
-                             f" for {engine}")
-        return flavour
-    if engine == "postgres":
-        return "postgresql"
-    if version is not None and parse_version(version)[0] >= 10:
-        return "mariadb"
-    return "mysql"
+    """The flavour of ``engine``: ``flavour`` when it is one of the engine's, else the
+    engine's choice for ``version`` (``Engine.resolve_flavour``: MySQL's versions from 10 on
+    are MariaDB; other engines take their YAML's first flavour)."""
+    return api.get_engine(engine).resolve_flavour(flavour, version)
 
 
 def known_engines() -> list[str]:
     """The registered engines' names (advisor/engines/*/<name>.yaml)."""
-    from pmem_advisor.engines.registry import list_engines
-
-    return list_engines()
+    return [s.name for s in api.specs()]
 
 
 def validate_profile(profile: Any, origin: str = "profile") -> dict:

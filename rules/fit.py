@@ -17,8 +17,8 @@ Every changed line says what it was and why it changed.
 
 from __future__ import annotations
 
+from pmem_advisor.engines import api
 from pmem_advisor.errors import UnknownKnobError, UsageError
-from pmem_advisor.rules.combine import Recommendation, Setting
 from pmem_advisor.rules.memory import (
     BUDGET_SHARE,
     KB,
@@ -30,6 +30,7 @@ from pmem_advisor.rules.memory import (
     worst_case,
 )
 from pmem_advisor.rules.model import Bytes
+from pmem_advisor.rules.result import Recommendation, RecommendedSetting
 
 RULE = "MEM-FIT"
 SOURCE = "worst-case memory (rules/memory.py)"
@@ -61,17 +62,10 @@ def fit_memory(rec: Recommendation, view) -> MemoryEstimate | None:
     of the budget. Each engine fits its own (``Engine.fit_memory``); None: the engine has no
     memory model."""
     budget = fitted_budget(rec.facts.memory_bytes)
-    if rec.facts.engine == "postgres":
-        fit_postgres(rec, view, budget)
-    elif rec.facts.engine == "mysql":
-        fit_mysql(rec, view, budget)
-    else:
-        from pmem_advisor.engines.registry import get_engine
-
-        engine = get_engine(rec.facts.engine)
-        engine.fit_memory(rec, view, budget)
-        if engine.kind == "advice" and estimate(rec, view) is None:
-            return None  # nothing is sized here: the findings say what to set
+    engine = api.get_engine(rec.facts.engine)
+    engine.fit_memory(rec, view, budget)
+    if engine.kind == "advice" and estimate(rec, view) is None:
+        return None  # nothing is sized here: the findings say what to set
     est = estimate(rec, view)
     if est is None:
         rec.notes.append(f"worst-case memory: pmem-advisor has no memory model for "
@@ -106,7 +100,7 @@ def fit_postgres(rec: Recommendation, view, budget: int) -> None:
     if fit < PG_WORK_MEM_FLOOR and not f.clients and _pg_fewer_connections(rec, view, budget,
                                                                           before):
         return
-    _put(rec, view, "work_mem", Bytes(fit),
+    put_setting(rec, view, "work_mem", Bytes(fit),
          f"lowered from {current.text if current else 'the default'} so the worst case fits: "
          f"{before.describe()} would exceed the {gib(budget)} budget")
 
@@ -124,10 +118,10 @@ def _pg_fewer_connections(rec: Recommendation, view, budget: int,
     if conns < MIN_CONNECTIONS:
         return False
     was = rec.setting("max_connections")
-    _put(rec, view, "work_mem", Bytes(PG_WORK_MEM_FLOOR),
+    put_setting(rec, view, "work_mem", Bytes(PG_WORK_MEM_FLOOR),
          f"set to pgtune's 4MB floor (less spills every sort and hash to disk): "
          f"{before.describe()} would exceed the {gib(budget)} budget")
-    _put(rec, view, "max_connections", int(conns),
+    put_setting(rec, view, "max_connections", int(conns),
          f"lowered from {was.text if was else 'the default'} to what the {gib(budget)} budget "
          f"holds at work_mem 4MB ({mib(est.per_connection_bytes)} per connection); pass "
          "--clients to size it yourself, pool connections (pgbouncer) above it")
@@ -151,7 +145,7 @@ def _scale_mysql_buffers(rec: Recommendation, view, est: MemoryEstimate, budget:
         if knob == "max_heap_table_size" and part not in parts:
             continue
         new = max(16 * KB, int(base * factor) // KB * KB)
-        _put(rec, view, knob, Bytes(new),
+        put_setting(rec, view, knob, Bytes(new),
              f"scaled to {factor:.0%} with the other per-connection buffers so "
              f"{est.connections} connections fit the {gib(budget)} budget "
              f"(worst case was {gib(est.total_bytes)})")
@@ -163,12 +157,12 @@ def _shrink_pool(rec: Recommendation, view, est: MemoryEstimate, budget: int) ->
     rest = est.total_bytes - int(pool_part * overhead)
     new = int((budget - rest) / overhead) // POOL_CHUNK * POOL_CHUNK
     new = max(POOL_CHUNK, new)
-    _put(rec, view, "innodb_buffer_pool_size", Bytes(new),
+    put_setting(rec, view, "innodb_buffer_pool_size", Bytes(new),
          f"lowered from {gib(pool_part)} so the worst case ({gib(est.total_bytes)} with "
          f"{est.connections} connections) fits the {gib(budget)} budget")
 
 
-def _put(rec: Recommendation, view, name: str, value, why: str) -> None:
+def put_setting(rec: Recommendation, view, name: str, value, why: str) -> None:
     """Change (or add) one setting, keeping the earlier reason in front of the new one."""
     try:
         base = view.to_base(name, value)
@@ -177,8 +171,8 @@ def _put(rec: Recommendation, view, name: str, value, why: str) -> None:
     text = view.render(name, base)
     s = rec.setting(name)
     if s is None:
-        rec.settings.append(Setting(name, base, text, view.default(name), RULE, [], why,
-                                    SOURCE, 0))
+        rec.settings.append(RecommendedSetting(name, base, text, view.default(name), RULE, [],
+                                               why, SOURCE, 0))
         rec.settings.sort(key=lambda x: x.name)
         return
     s.reason = f"{s.reason}; {why} ({RULE})"

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pmem_advisor.engines import api
 from pmem_advisor.errors import UsageError
 from pmem_advisor.knobs.version import parse_version
 from pmem_advisor.rules.model import Bytes
@@ -121,6 +122,29 @@ def mib(n: int) -> str:
 
 
 # ------------------------------------------------------------------ reading the settings
+class SettingValues:
+    """Knob values in base units from ``settings`` (a rule's ``Bytes``, config text, numbers),
+    else the catalog default: the reader the engines' memory models share. ``parse_text``
+    reads config text in the engine's own syntax (default: ``Knob.parse``)."""
+
+    def __init__(self, catalog: Any, settings: Mapping[str, Any],
+                 parse_text: Any = None) -> None:
+        self.catalog, self.settings = catalog, dict(settings)
+        self.parse_text = parse_text or (lambda knob, text: knob.parse(text))
+
+    def get(self, name: str) -> Any:
+        """The value in the knob's base unit; None when neither set nor defaulted."""
+        knob = self.catalog.get(name)
+        raw = self.settings.get(name, knob.default)
+        if isinstance(raw, Bytes):
+            return raw.n
+        if isinstance(raw, str):
+            return self.parse_text(knob, raw)
+        if raw is None:
+            return None
+        return knob.coerce(raw)
+
+
 class _Reader:
     """Knob values in bytes (sizes) or plain numbers, from settings, else the catalog default."""
 
@@ -198,12 +222,7 @@ def worst_case(engine: str, settings: Mapping[str, Any], *, flavour: str | None 
     given take the catalog's default for that flavour/version. ``host_memory_bytes`` sizes
     defaults that depend on the machine (MySQL 8.4's temptable_max_ram: 3% of RAM, 1-4 GB).
     Each engine accounts for its own memory (``Engine.memory``); None: it has no model."""
-    if engine in SERVER_ENGINES:
-        return server_worst_case(engine, settings, flavour=flavour, version=version,
-                                 catalog=catalog, host_memory_bytes=host_memory_bytes)
-    from pmem_advisor.engines.registry import get_engine
-
-    eng = get_engine(engine)
+    eng = api.get_engine(engine)
     if eng.name != engine:  # an alias: callers pass the engine's own name
         raise UsageError(f"engine {engine!r}: use {eng.name}")
     flavour = eng.resolve_flavour(flavour, version)
@@ -216,7 +235,7 @@ def worst_case(engine: str, settings: Mapping[str, Any], *, flavour: str | None 
                       host_memory_bytes=host_memory_bytes)
 
 
-SERVER_ENGINES = ("postgres", "mysql")  # the two accounted for below
+SERVER_ENGINES = ("postgres", "mysql")  # the two server_worst_case accounts for
 
 
 def server_worst_case(engine: str, settings: Mapping[str, Any], *, flavour: str | None = None,
@@ -227,11 +246,9 @@ def server_worst_case(engine: str, settings: Mapping[str, Any], *, flavour: str 
     if engine not in SERVER_ENGINES:
         raise UsageError(f"engine {engine!r} is not one of postgres, mysql")
     if flavour is None:
-        from pmem_advisor.rules.facts import flavour_for
-        flavour = flavour_for(engine, None, version)
+        flavour = api.get_engine(engine).resolve_flavour(None, version)
     if catalog is None:
-        from pmem_advisor.knobs.catalog import load_catalog
-        catalog = load_catalog(engine, flavour, version)
+        catalog = api.get_engine(engine).catalog(flavour, version)
     settings = dict(settings)
     if (flavour == "mysql" and host_memory_bytes and "temptable_max_ram" not in settings
             and (version is None or parse_version(version, pad=True) >= (8, 4))):

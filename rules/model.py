@@ -84,6 +84,20 @@ class Note:
 
 
 @dataclass(frozen=True)
+class ConfigLine:
+    """A setting an OS step puts in the engine's own config file, as data, so the engine's
+    emitter writes the file without reading the step's wording: mssql.conf's ``[memory]
+    memorylimitmb = 6553`` is ("mssql.conf", "memory", "memorylimitmb", "6553"), a startup
+    trace flag ("mssql.conf", "traceflag", "", "809"), a deployment.xml element
+    ("deployment.xml", "", "", "<commandlog .../>")."""
+
+    file: str  # the engine's config format (its YAML's config_format)
+    section: str
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
 class OsStep:
     """An operating-system step; steps sharing a ``key`` conflict (one NUMA policy)."""
 
@@ -94,6 +108,7 @@ class OsStep:
     # the reason must say so in words, and rules never offer it while that data is mounted.
     destructive: bool = False
     binds_node: int | None = None  # numactl --membind: the engine sizes memory/CPUs from it
+    config: tuple[ConfigLine, ...] = ()  # what the step writes into the engine's config file
 
 
 Effect = Set | Bound | Prior | Note | OsStep

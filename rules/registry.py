@@ -7,6 +7,7 @@ import pkgutil
 import re
 from functools import cache
 
+from pmem_advisor.engines import api
 from pmem_advisor.rules import catalog as _catalog_pkg
 from pmem_advisor.rules.model import Rule
 
@@ -34,9 +35,7 @@ def baseline_rules() -> tuple[Rule, ...]:
     """Every engine's baseline (``Engine.baseline_rules``), PostgreSQL and MySQL first; each
     rule's ``engines`` decides where it applies. An engine whose module is broken is left
     out here (asking for that engine by name reports it)."""
-    from pmem_advisor.engines.registry import engines
-
-    return tuple(r for e in engines(skip_broken=True) for r in e.baseline_rules())
+    return tuple(r for e in api.loadable_engines() for r in e.baseline_rules())
 
 
 def all_rules() -> tuple[Rule, ...]:

@@ -28,145 +28,11 @@ from pmem_advisor.cli.recommend import (
     split_engine,
 )
 from pmem_advisor.engines.registry import engine_help
-from pmem_advisor.errors import EXIT_FINDINGS, EnvironmentProblem, InputError, UsageError
+from pmem_advisor.errors import EXIT_FINDINGS, InputError, UsageError
+from pmem_advisor.instances.live import is_local, read_server, server_binding
 
 FORMATS = ("text", "json", "junit")
 SCHEMA = "pmem-advisor.check/1"
-
-
-# ---------------------------------------------------------------- running servers
-def read_server(dsn: str, engine: str) -> dict:
-    """Settings, status counters, data/WAL directories, version and pid of a running server.
-    A DSN that cannot be parsed is bad input (2); a server that cannot be reached is an
-    environment problem (3); the password is never printed."""
-    from pmem_advisor.connection import mysql_connect_kwargs, parse_dsn, redact_dsn, scrub
-
-    # InputError (exit 2, redacted) for a malformed DSN, before any connection attempt
-    mysql_connect_kwargs(dsn) if engine == "mysql" else parse_dsn(dsn)
-    try:
-        return _read_pg(dsn) if engine == "postgres" else _read_mysql(dsn)
-    except (UsageError, EnvironmentProblem):
-        raise
-    except Exception as e:  # the drivers' errors, scrubbed of the password
-        lines = str(e).strip().splitlines()
-        first = lines[0] if lines else type(e).__name__
-        raise EnvironmentProblem(f"cannot read the server at {redact_dsn(dsn)}: "
-                                 f"{scrub(first, dsn)}") from None
-
-
-def is_local(dsn: str, engine: str) -> bool:
-    """Whether the DSN reaches a server on this host (a unix socket or a loopback address)."""
-    from pmem_advisor.connection import mysql_connect_kwargs, parse_dsn
-
-    params = mysql_connect_kwargs(dsn) if engine == "mysql" else parse_dsn(dsn)
-    if params.get("unix_socket"):
-        return True
-    hosts = [h.strip() for h in str(params.get("host") or "").split(",")]
-    return all(not h or h.startswith("/") or h in ("localhost", "127.0.0.1", "::1")
-               for h in hosts)
-
-
-def _read_pg(dsn: str) -> dict:
-    import psycopg
-
-    with psycopg.connect(dsn, connect_timeout=5, autocommit=True) as conn:
-        rows = conn.execute("SELECT name, setting FROM pg_settings").fetchall()
-        settings = {n.lower(): v for n, v in rows}
-        status = _pg_status(conn, int(settings.get("server_version_num") or 0))
-    data = settings.get("data_directory")
-    pid = _pid_file(os.path.join(data, "postmaster.pid")) if data else None  # the postmaster:
-    # our own backend (pg_backend_pid) is gone once we disconnect
-    wal = os.path.join(data, "pg_wal") if data else None
-    if wal and os.path.islink(wal):
-        wal = os.path.realpath(wal)
-    version = settings.get("server_version", "").split()[0] or None
-    return {"engine": "postgres", "flavour": "postgresql", "version": version,
-            "settings": settings, "status": status, "data_dir": data, "wal_dir": wal,
-            "pid": pid}
-
-
-def _pg_status(conn, version_num: int) -> dict:
-    """Counters since the last statistics reset (pg_stat_database, checkpoints, backends)."""
-    row = conn.execute(
-        "SELECT coalesce(sum(blks_hit), 0), coalesce(sum(blks_read), 0),"
-        " coalesce(sum(temp_files), 0), coalesce(sum(temp_bytes), 0),"
-        " coalesce(sum(xact_commit), 0), coalesce(sum(xact_rollback), 0),"
-        " coalesce(sum(deadlocks), 0),"
-        " extract(epoch FROM now() - min(stats_reset)),"
-        " extract(epoch FROM now() - pg_postmaster_start_time())"
-        " FROM pg_stat_database").fetchone()
-    keys = ("blks_hit", "blks_read", "temp_files", "temp_bytes", "xact_commit",
-            "xact_rollback", "deadlocks", "stats_age_s", "uptime_s")
-    status = {k: (float(v) if v is not None else None) for k, v in zip(keys, row, strict=True)}
-    if version_num >= 170000:  # PostgreSQL 17 moved the counters to pg_stat_checkpointer
-        sql = ("SELECT num_timed, num_requested, extract(epoch FROM now() - stats_reset)"
-               " FROM pg_stat_checkpointer")
-    else:
-        sql = ("SELECT checkpoints_timed, checkpoints_req, extract(epoch FROM now() -"
-               " stats_reset) FROM pg_stat_bgwriter")
-    timed, req, age = conn.execute(sql).fetchone()
-    status.update(checkpoints_timed=float(timed), checkpoints_req=float(req),
-                  checkpoint_stats_age_s=float(age) if age is not None else None)
-    status["backends"] = float(conn.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
-    ).fetchone()[0])
-    return status
-
-
-def _read_mysql(dsn: str) -> dict:
-    from pmem_advisor.connection import mysql_connect_kwargs
-    from pmem_advisor.mysql_driver import connect
-
-    conn = connect(**mysql_connect_kwargs(dsn), connect_timeout=5)
-    try:
-        cur = conn.cursor()  # mysql-connector's cursor is no context manager
-        cur.execute("SHOW GLOBAL VARIABLES")
-        settings = {_text(n).lower(): _text(v) for n, v in cur.fetchall()}
-        cur.execute("SHOW GLOBAL STATUS")
-        status = {_text(n): _text(v) for n, v in cur.fetchall()}
-        cur.close()
-    finally:
-        conn.close()
-    ver = settings.get("version", "")
-    data = settings.get("datadir", "").rstrip("/") or None
-    home = settings.get("innodb_log_group_home_dir") or "./"
-    wal = os.path.normpath(os.path.join(data, home)) if data else None
-    pid = _pid_file(settings.get("pid_file", ""))
-    return {"engine": "mysql", "flavour": "mariadb" if "mariadb" in ver.lower() else "mysql",
-            "version": re.split(r"[-+]", ver)[0] or None, "settings": settings,
-            "status": status, "data_dir": data, "wal_dir": wal, "pid": pid}
-
-
-def _pid_file(path: str) -> int | None:
-    """The pid on the first line of a server's pid file (None when unreadable: another host)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return int(f.readline().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _text(value) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes | bytearray) else str(value)
-
-
-def _server_binding(pid: int | None) -> tuple[tuple[int, ...] | None, list[int] | None]:
-    """The CPUs and memory nodes a server process may use (/proc/PID/status)."""
-    if not pid:
-        return None, None
-    from pmem_advisor.probes.reading import parse_cpulist
-
-    found = {}
-    try:
-        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key in ("Cpus_allowed_list", "Mems_allowed_list"):
-                    found[key] = parse_cpulist(value.strip())
-    except OSError:
-        return None, None
-    cpus = found.get("Cpus_allowed_list")
-    return (tuple(cpus) if cpus else None), found.get("Mems_allowed_list")
 
 
 # ---------------------------------------------------------------- config files
@@ -407,7 +273,7 @@ def check_cmd(
     dsn = resolve_dsn(dsn, dsn_file, notes=notes)
     if diff and not dsn:
         raise UsageError("--diff compares a running server with recommend: give --dsn")
-    t = Target(*(split_engine(db) if db else (None, None)), version=version,
+    t = CheckTarget(*(split_engine(db) if db else (None, None)), version=version,
                data_dir=data_dir, wal_dir=wal_dir)
     if dsn:
         _use_server(t, dsn, db, elsewhere_ok=profile is not None or root is not None,
@@ -425,7 +291,7 @@ def check_cmd(
         note = getattr(p, "medium_note", None)
         if note and f"{p.path}: {note}" not in [n.partition(" ")[2] for n in notes]:
             notes.append(f"{p.role} {p.path}: {note}")
-    cpus, nodes = _server_binding(t.pid)
+    cpus, nodes = server_binding(t.pid)
     if cpus is not None:
         facts = replace(facts, server_cpus=cpus)
     inp, rule_facts = build_input(facts, t.settings, source=t.source, where=t.where,
@@ -450,7 +316,7 @@ def check_cmd(
 
 
 @dataclass
-class Target:
+class CheckTarget:
     """What is checked: the engine and version, and the settings with where they came from."""
 
     engine: str | None
@@ -467,7 +333,7 @@ class Target:
     pid: int | None = None
 
 
-def _use_server(t: Target, dsn: str, db: str | None, *, elsewhere_ok: bool,
+def _use_server(t: CheckTarget, dsn: str, db: str | None, *, elsewhere_ok: bool,
                 notes: list[str]) -> None:
     """The running server's settings, counters, version and (on this host) paths and pid."""
     from pmem_advisor.connection import dsn_engine
@@ -498,7 +364,8 @@ def _use_server(t: Target, dsn: str, db: str | None, *, elsewhere_ok: bool,
                      "this host's; run `pmem-advisor probe --save` there and pass --profile")
 
 
-def _use_config(t: Target, config: str, notes: list[str], *, mysql_named: bool = False) -> None:
+def _use_config(t: CheckTarget, config: str, notes: list[str], *,
+                mysql_named: bool = False) -> None:
     """A config file's settings (over a running server's), for the target or the installed
     server's version (said in a note)."""
     t.engine = t.engine or sniff_config(config)[0]
@@ -541,7 +408,7 @@ def _newest(engine: str, flavour: str | None) -> str:
     return f"{cat.title} {cat.version}"
 
 
-def _profile(t: Target, profile: str | None, root: str | None, medium: list[str] | None,
+def _profile(t: CheckTarget, profile: str | None, root: str | None, medium: list[str] | None,
              no_measure: bool, notes: list[str]) -> dict:
     """This host probed (limits of the running server's cgroup), or the given profile/tree."""
     paths = [p for p in (t.data_dir, t.wal_dir) if p]

@@ -160,8 +160,8 @@ def validate(
     """Start the real server on a temporary data directory with FILE and check every value.
 
     Exit 0 when all are accepted, 1 when any is adjusted or rejected, 2 when FILE is bad."""
+    from pmem_advisor.engines.server_validate import check_flavour, validate_config
     from pmem_advisor.instances import pick_server
-    from pmem_advisor.knobs.validate import check_flavour, validate_config
 
     engine, flavour = resolve_engine(engine, flavour)
     if engine not in ("postgres", "mysql"):
@@ -199,7 +199,7 @@ def _validate_by_starting(file: str, engine: str, flavour: str | None, version: 
     import tempfile
 
     from pmem_advisor.engines.registry import get_engine
-    from pmem_advisor.knobs.validate import SettingCheck, ValidationReport
+    from pmem_advisor.engines.server_validate import SettingCheck, ValidationReport
 
     eng = get_engine(engine)
     binary = eng.find_binary(flavour, version)  # exit 3 naming the package when missing

@@ -24,6 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from pmem_advisor.report.describe import EMULATION_NOTE
 from pmem_advisor.schemas import stamp
 
 # Human-facing output goes to stderr so that ``--json`` on stdout stays machine-readable.
@@ -148,11 +149,6 @@ def print_json(data: Any, schema: str | None = None, **target: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
     sys.stdout.flush()
 
-
-EMULATION_NOTE = (
-    "note: /dev/shm is tmpfs (DRAM-backed); it stands in for persistent memory here, "
-    "as the papers' memmap= emulation did. Real PMEM is slower, above all for writes."
-)
 
 __all__ = [
     "EMULATION_NOTE", "OutputFormat", "console", "detail", "escape", "note", "out",

@@ -9,15 +9,16 @@ import typer
 from rich.table import Table
 
 from pmem_advisor.cli.output import EMULATION_NOTE, console, out, print_json
+from pmem_advisor.engines.api import loadable_engines
+from pmem_advisor.engines.registry import get_engine, specs
 from pmem_advisor.errors import EnvironmentProblem, InputError, ServerError, UsageError
-from pmem_advisor.workloads.registry import WORKLOADS, get_workload, workload_class
+from pmem_advisor.workloads.registry import all_workloads, get_workload, workload_class
 
 workload_app = typer.Typer(
     help="Named benchmark workloads: list them, run one on a managed server.",
     no_args_is_help=True,
 )
 
-ENGINES = ("postgres", "mysql")
 EMULATED_ROOTS = ("/dev/shm",)
 
 
@@ -40,7 +41,7 @@ def _describe(name: str, cls: object = None, engines: list[str] | None = None) -
 @workload_app.command("list")
 def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List the named workloads, their engines and what --scale means for each."""
-    rows = [_describe(n) for n in WORKLOADS] + _engine_rows()
+    rows = [_describe(n) for n in all_workloads()] + _engine_rows()
     if json_out:
         print_json(rows, "pmem-advisor.workloads/1", key="workloads")
         return
@@ -56,12 +57,8 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON."))
 def _engine_rows() -> list[dict]:
     """The workloads an engine runs itself (its YAML's ``workloads``: RocksDB's db_bench
     mixes, Tarantool's YCSB client), one row per engine and name."""
-    from pmem_advisor.engines.registry import get_engine, specs
-
     rows = []
     for spec in specs():
-        if spec.name in ENGINES:
-            continue
         for name in spec.workloads:
             try:
                 wl = get_engine(spec.name).workload(name)
@@ -122,8 +119,9 @@ def run_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Run one measured benchmark on a fresh managed server started with --config."""
-    if engine not in ENGINES:
-        raise UsageError(f"engine must be postgres or mysql, got {engine!r}",
+    managed = [e.name for e in loadable_engines() if e.instance_class is not None]
+    if engine not in managed:
+        raise UsageError(f"engine must be {' or '.join(managed)}, got {engine!r}",
                          hint="other engines measure through `pmem-advisor tune ENGINE`")
     options = _parse_options(option)
     if script is not None:

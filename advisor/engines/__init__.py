@@ -1,8 +1,18 @@
-"""Database engines as data: ``registry.get_engine("pg")`` gives the ``base.Engine`` of an
-engine named by its YAML in ``data/``. See base.py for the contract an engine implements."""
+"""Database engines as packages: ``api`` is the contract (``Engine``, ``EngineSpec``) and the
+lookup the generic layers use; ``registry`` (the composition root) reads every
+``<engine>/<name>.yaml`` and loads the engine's class on demand; ``base`` holds what engine
+packages share. One package per engine: postgres/, mysql/, duckdb/, rocksdb/, tarantool/,
+advice/ (the advice-only engines)."""
 
-from pmem_advisor.engines.base import Engine, EngineBinary, EngineDataError, EngineSpec
-from pmem_advisor.engines.registry import get_engine, list_engines, resolve
+from pmem_advisor.engines.api import (
+    Engine,
+    EngineBinary,
+    EngineDataError,
+    EngineSpec,
+    get_engine,
+    resolve,
+    specs,
+)
 
-__all__ = ["Engine", "EngineBinary", "EngineDataError", "EngineSpec", "get_engine",
-           "list_engines", "resolve"]
+__all__ = ["Engine", "EngineBinary", "EngineDataError", "EngineSpec", "get_engine", "resolve",
+           "specs"]

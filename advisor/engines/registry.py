@@ -5,6 +5,12 @@
 an alias picks. The YAML is checked against ``engine.schema.json`` when first read; the
 Engine class is imported only when an engine is asked for (``module: package.module:Class``),
 so listing engines never imports a heavy dependency.
+
+This is the composition root: it knows every engine package (through their data) and the
+knob catalogs' folders; the generic layers reach it only through ``engines.api``, which loads
+it on first use. A broken engine package (bad YAML, a class that is missing or leaves a
+contract method out) is one ``EngineDataError`` line naming the engine and the file; the
+other engines keep working.
 """
 
 from __future__ import annotations
@@ -18,8 +24,10 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from pmem_advisor.engines.base import Engine, EngineDataError, EngineSpec
+from pmem_advisor.engines import api
+from pmem_advisor.engines.api import Engine, EngineDataError, EngineSpec
 from pmem_advisor.errors import UsageError
+from pmem_advisor.knobs import catalog as knob_catalog
 
 ENGINES_DIR = Path(__file__).resolve().parent  # one sub-package per engine, its YAML inside
 SCHEMA = ENGINES_DIR / "engine.schema.json"
@@ -51,41 +59,72 @@ def load_spec(path: Path) -> EngineSpec:
     return EngineSpec.from_dict(data, source=str(path))
 
 
-def _files() -> list[Path]:
+def _files() -> tuple[list[Path], dict[str, EngineDataError]]:
+    """The engine YAML files, and the broken ones (a second file of the same engine)."""
     files: dict[str, Path] = {}
+    broken: dict[str, EngineDataError] = {}
     packages = sorted(p for p in ENGINES_DIR.iterdir()
                       if p.is_dir() and (p / "__init__.py").is_file())
     for folder in (*packages, *_extra_dirs):
         for path in sorted(folder.glob("*.yaml")):
             if path.stem in files:
-                raise EngineDataError(f"engine data {path}: engine {path.stem!r} is already "
-                                      f"defined by {files[path.stem]}")
+                broken[path.stem] = EngineDataError(
+                    f"engine data {path}: engine {path.stem!r} is already defined by "
+                    f"{files[path.stem]}")
+                continue
             files[path.stem] = path
-    return list(files.values())
+    return list(files.values()), broken
 
 
 @cache
-def _specs() -> dict[str, EngineSpec]:
-    """Every engine's spec by name, in a stable order (postgres, mysql first, then by name)."""
-    specs = {s.name: s for s in (load_spec(p) for p in _files())}
+def _table() -> tuple[dict[str, EngineSpec], dict[str, EngineDataError]]:
+    """(every good engine's spec by name, in a stable order: postgres, mysql first, then by
+    name; every broken engine package's error by its file's name). One broken package leaves
+    the others working: asking for it by name gives its one-line error."""
+    paths, broken = _files()
+    specs: dict[str, EngineSpec] = {}
+    for path in paths:
+        try:
+            spec = load_spec(path)
+        except EngineDataError as e:
+            broken[path.stem] = e
+            continue
+        specs[spec.name] = spec
+    for name, error in _alias_errors(specs).items():
+        broken[name] = error
+        del specs[name]
     order = sorted(specs, key=lambda n: ({"postgres": 0, "mysql": 1}.get(n, 2), n))
-    _check_aliases(specs)
-    return {n: specs[n] for n in order}
+    return {n: specs[n] for n in order}, broken
 
 
-def _check_aliases(specs: dict[str, EngineSpec]) -> None:
+def _specs() -> dict[str, EngineSpec]:
+    return _table()[0]
+
+
+def broken() -> dict[str, EngineDataError]:
+    """The engine packages that cannot be read, by engine (file) name: doctor lists them."""
+    return dict(_table()[1])
+
+
+def _alias_errors(specs: dict[str, EngineSpec]) -> dict[str, EngineDataError]:
+    errors: dict[str, EngineDataError] = {}
     seen: dict[str, str] = {n: n for n in specs}
     for spec in specs.values():
         for alias, flavour in spec.aliases.items():
             owner = seen.get(alias)
+            where = Path(spec.source).name
             if owner is not None and owner != spec.name:
-                raise EngineDataError(f"engine data {Path(spec.source).name}: alias {alias!r} "
-                                      f"is already the engine or an alias of {owner!r}")
+                errors[spec.name] = EngineDataError(
+                    f"engine data {where}: alias {alias!r} is already the engine or an alias "
+                    f"of {owner!r}")
+                break
             seen[alias] = spec.name
             if flavour is not None and flavour not in spec.flavours:
-                raise EngineDataError(f"engine data {Path(spec.source).name}: alias {alias!r} "
-                                      f"picks flavour {flavour!r}, not one of "
-                                      f"{', '.join(spec.flavours)}")
+                errors[spec.name] = EngineDataError(
+                    f"engine data {where}: alias {alias!r} picks flavour {flavour!r}, not one "
+                    f"of {', '.join(spec.flavours)}")
+                break
+    return errors
 
 
 def specs() -> list[EngineSpec]:
@@ -108,7 +147,9 @@ def resolve(word: str) -> tuple[Engine, str | None]:
     'pg' -> (postgres, 'postgresql'), 'mariadb' -> (mysql, 'mariadb'), 'mysql' -> (mysql,
     None: decided by the version or the installed server). UsageError for unknown words."""
     key = str(word).strip().lower()
-    table = _specs()
+    table, broken_ones = _table()
+    if key in broken_ones:
+        raise broken_ones[key]
     if key in table:
         spec = table[key]
         return _engine(spec), spec.aliases.get(key)
@@ -149,12 +190,20 @@ def _engine(spec: EngineSpec) -> Engine:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
         if e.name and module_name.startswith(e.name):  # the engine's own module is missing
-            raise EngineDataError(f"engine data {where}: module {module_name} cannot be "
-                                  "imported (not installed?)") from None
+            raise EngineDataError(f"engine {spec.name} ({where}): module {module_name} cannot "
+                                  "be imported (not installed?)") from None
         raise  # a dependency the module needs: main() names the extra to install
     cls = getattr(module, class_name, None)
+    if cls is None:
+        raise EngineDataError(f"engine {spec.name} ({where}): {module_name} has no class "
+                              f"{class_name}")
     if not (isinstance(cls, type) and issubclass(cls, Engine)):
-        raise EngineDataError(f"engine data {where}: {spec.module} is not an Engine subclass")
+        raise EngineDataError(f"engine {spec.name} ({where}): {spec.module} is not an Engine "
+                              "subclass")
+    missing = sorted(getattr(cls, "__abstractmethods__", ()))
+    if missing:
+        raise EngineDataError(f"engine {spec.name} ({where}): {spec.module} does not implement "
+                              f"{', '.join(missing)} (engines/api.py)")
     engine = cls(spec)
     _instances[spec.name] = engine
     return engine
@@ -163,33 +212,26 @@ def _engine(spec: EngineSpec) -> Engine:
 def add_data_dir(folder: str | Path) -> None:
     """Also read engine YAML files from ``folder`` and knob catalogs from ``folder/knobs``
     (tests register engines of their own this way)."""
-    from pmem_advisor.knobs.catalog import EXTRA_CATALOG_DIRS
-
     folder = Path(folder)
     if folder not in _extra_dirs:
         _extra_dirs.append(folder)
-        EXTRA_CATALOG_DIRS.append(folder / "knobs")
+        knob_catalog.EXTRA_CATALOG_DIRS.append(folder / "knobs")
     reset()
 
 
 def remove_data_dir(folder: str | Path) -> None:
-    from pmem_advisor.knobs.catalog import EXTRA_CATALOG_DIRS
-
     folder = Path(folder)
     if folder in _extra_dirs:
         _extra_dirs.remove(folder)
-        EXTRA_CATALOG_DIRS.remove(folder / "knobs")
+        knob_catalog.EXTRA_CATALOG_DIRS.remove(folder / "knobs")
     reset()
 
 
 def reset() -> None:
     """Forget what was read (after the data folders changed)."""
-    _specs.cache_clear()
+    _table.cache_clear()
     _instances.clear()
-    from pmem_advisor.knobs import catalog
-
-    for fn in (catalog._raw, catalog._base_knobs, catalog._at_version, catalog._generated_docs):
-        fn.cache_clear()
+    knob_catalog.clear_caches()
 
 
 def engine_help(kinds: tuple[str, ...] | None = None, *, default: str = "") -> str:
@@ -202,3 +244,22 @@ def engine_help(kinds: tuple[str, ...] | None = None, *, default: str = "") -> s
     aliases = [a for s in chosen for a in s.aliases if a != s.name]
     text = ", ".join(s.name for s in chosen)
     return text + (f" (also {', '.join(aliases)})" if aliases else "") + "."
+
+
+class _Registry(api.EngineLookup):
+    """This module's answers to the generic layers' questions (``engines.api``)."""
+
+    def get_engine(self, word: str) -> Engine:
+        return get_engine(word)
+
+    def resolve(self, word: str) -> tuple[Engine, str | None]:
+        return resolve(word)
+
+    def specs(self) -> list[EngineSpec]:
+        return specs()
+
+    def names_text(self, kinds: tuple[str, ...] | None = None) -> str:
+        return names_text(kinds)
+
+
+api.install_lookup(_Registry())

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pmem_advisor.engines import api
 from pmem_advisor.instances.base import DB_NAME, Instance
 from pmem_advisor.instances.discovery import ServerBinary, discover_servers, pick_server
 from pmem_advisor.instances.registry import reap_stale
@@ -41,9 +42,6 @@ def create_instance(
     reap_stale(notes)
     for note in notes:  # what the reaper left alone, and why: the user should know
         print(f"note: {note}", file=sys.stderr)
-    if binary.engine == "postgres":
-        from pmem_advisor.engines.postgres.instance import PostgresInstance as cls
-    else:
-        from pmem_advisor.engines.mysql.instance import MySQLInstance as cls
+    cls = api.get_engine(binary.engine).instance_class
     return cls(binary, workdir, data_dir=data_dir, wal_dir=wal_dir,
                init_settings=init_settings, tcp=tcp, golden_dir=golden_dir)

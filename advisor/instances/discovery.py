@@ -179,3 +179,16 @@ def pick_server(
     else:
         hint = "apt-get install mariadb-server"
     raise EnvironmentProblem(f"no {want} server found (found: {have})", hint=hint)
+
+
+def server_status(engine: str) -> tuple[ServerBinary | None, str, str]:
+    """(the server a managed instance of ``engine`` would use, or None; what was found, or
+    why none; the hint to install one) for ``doctor`` and ``Engine.binary_status``."""
+    try:
+        best = pick_server(engine)
+    except EnvironmentProblem as e:
+        return None, e.message, e.hint or ""
+    others = [s.describe() for s in discover_servers(engine) if s != best]
+    detail = f"uses {best.describe()}" + (f"; also found {', '.join(others)}" if others else "")
+    return best, detail, ""
+

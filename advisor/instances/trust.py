@@ -16,7 +16,7 @@ import pwd
 import stat
 from pathlib import Path
 
-from pmem_advisor.errors import EnvironmentProblem
+from pmem_advisor.errors import EnvironmentProblem, as_error
 
 
 class UntrustedPath(EnvironmentProblem):
@@ -103,8 +103,6 @@ def trusted_dir(path: str | Path, what: str, *, mode: int = 0o755) -> Path:
         except FileExistsError:
             pass  # a parallel run made it: checked below like any existing one
         except OSError as e:
-            from pmem_advisor.fileio import as_error
-
             raise as_error(e, d, "create") from None
         else:
             os.chmod(d, want)  # not narrowed by the umask: the server user must traverse

@@ -5,18 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pmem_advisor.engines import api
 from pmem_advisor.errors import AdvisorError
-
-CONFIG_NAMES = {"postgres": "postgresql.tuned.conf", "mysql": "my.tuned.cnf"}
 
 
 def config_name(engine: str) -> str:
-    """The tuned file's name in a ``tune --out`` folder (other engines: their YAML's)."""
-    if engine in CONFIG_NAMES:
-        return CONFIG_NAMES[engine]
-    from pmem_advisor.engines.registry import get_engine
-
-    return get_engine(engine).config_name
+    """The tuned file's name in a ``tune --out`` folder (the engine's YAML's)."""
+    return api.get_engine(engine).config_name
 
 
 @dataclass

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pmem_advisor.cli.output import EMULATION_NOTE
+from pmem_advisor.engines import api
 
 GiB = 1024**3
+
+# Every output that used /dev/shm says so (tmpfs stands in for PMEM here).
+EMULATION_NOTE = (
+    "note: /dev/shm is tmpfs (DRAM-backed); it stands in for persistent memory here, "
+    "as the papers' memmap= emulation did. Real PMEM is slower, above all for writes."
+)
 
 
 def verdict_line(summary: dict[str, Any]) -> str:
@@ -107,9 +113,7 @@ def apply_lines(engine: str, path: str, settings: dict[str, str], restart: list[
     """How to deploy: an include line, or statements (values already rendered); engines
     other than PostgreSQL and MySQL/MariaDB say it themselves (Engine.apply_lines)."""
     if engine not in ("postgres", "mysql"):
-        from pmem_advisor.engines.registry import get_engine
-
-        return get_engine(engine).apply_lines(path, settings, restart, flavour)
+        return api.get_engine(engine).apply_lines(path, settings, restart, flavour)
     if engine == "postgres":
         out = [f"apply: add `include '{path}'` at the end of postgresql.conf, or run:"]
         out += [f"  ALTER SYSTEM SET {k} = '{v}';" for k, v in settings.items()]

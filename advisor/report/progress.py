@@ -14,7 +14,8 @@ from rich.text import Text
 from pmem_advisor.report.config_file import render_value
 from pmem_advisor.tuner.evaluator import TrialConfig
 from pmem_advisor.tuner.space import SearchSpace
-from pmem_advisor.tuner.tuner import Observer, measured
+from pmem_advisor.tuner.study import measured
+from pmem_advisor.tuner.tuner import Observer
 
 MAX_DIFF = 6
 

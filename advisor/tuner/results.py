@@ -17,14 +17,16 @@ from optuna.trial import FrozenTrial, TrialState
 
 from pmem_advisor.tuner.space import SearchSpace
 from pmem_advisor.tuner.stats import spread_pct
-from pmem_advisor.tuner.study import META_ATTR, ROLE_ATTR, SPACE_ATTR
-from pmem_advisor.tuner.tuner import (
+from pmem_advisor.tuner.study import (
     CONFIG_ATTR,
     FAILURE_ATTR,
     INTERRUPTED_ATTR,
+    META_ATTR,
     METRIC_ATTRS,
     OVER_BUDGET_ATTR,
     REMEASURE_ATTR,
+    ROLE_ATTR,
+    SPACE_ATTR,
     as_complete,
     feasible,
     measured,

@@ -69,7 +69,7 @@ class MeasuredView(optuna.samplers.BaseSampler):
 
     @staticmethod
     def _view(study: optuna.Study) -> optuna.Study:
-        from pmem_advisor.tuner.tuner import as_complete, measured
+        from pmem_advisor.tuner.study import as_complete, measured
 
         real = study
 
@@ -154,7 +154,7 @@ class TrustRegionSampler(optuna.samplers.BaseSampler):
         return optuna.search_space.IntersectionSearchSpace(include_pruned=True).calculate(study)
 
     def sample_relative(self, study, trial, search_space):
-        from pmem_advisor.tuner.tuner import as_complete, measured
+        from pmem_advisor.tuner.study import as_complete, measured
 
         if not search_space:
             return {}  # trial 0: sample_independent gives the centre

@@ -24,16 +24,17 @@ from typing import Any
 
 import optuna
 
+from pmem_advisor.engines.api import EvalRequest
+from pmem_advisor.engines.registry import get_engine, list_engines
 from pmem_advisor.errors import EnvironmentProblem, Interrupted, UsageError
 from pmem_advisor.tuner.limits import UNIT_BYTES, Limits
 from pmem_advisor.tuner.samplers import SAMPLERS, make_sampler
 from pmem_advisor.tuner.space import KnobSpec, build_space
 from pmem_advisor.tuner.storage import default_url, open_storage, redact
-from pmem_advisor.tuner.study import open_study
-from pmem_advisor.tuner.target import RESERVED_CONNECTIONS, Target, production_target
-from pmem_advisor.tuner.tuner import METRIC_ATTRS, Observer, TuneOptions, Tuner
+from pmem_advisor.tuner.study import METRIC_ATTRS, open_study
+from pmem_advisor.tuner.target import RESERVED_CONNECTIONS, ProductionTarget, production_target
+from pmem_advisor.tuner.tuner import Observer, TuneOptions, Tuner
 
-ENGINES = ("postgres", "mysql")  # the built-in two; every registered engine is tunable
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(s|sec|m|min|h)?\s*$")
 UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600}
 # Study attribute: why each worker's run ended (the reports say it).
@@ -49,7 +50,6 @@ TRIAL_OVERHEAD_S = 15.0
 # The golden copy, the trial's working copy and WAL growth: the disk the data needs.
 DISK_PER_DATA = 2.5
 # The data is sized to the buffer that caches it (shared_buffers / the InnoDB buffer pool).
-MAIN_BUFFER = {"postgres": "shared_buffers", "mysql": "innodb_buffer_pool_size"}  # YAML too
 # Settings that size for the production load, not for the benchmark: the connection count
 # and the per-connection memory the rules fitted to it (the tuned file keeps them whichever
 # config wins).
@@ -134,8 +134,6 @@ class TuneRequest:
     dsn: str | None = None  # a live server whose max_connections is the production target
 
     def validate(self) -> None:
-        from pmem_advisor.engines.registry import list_engines
-
         if self.engine not in list_engines():
             raise UsageError(f"engine {self.engine!r} is not one of {', '.join(list_engines())}")
         if self.objective not in METRIC_ATTRS:
@@ -165,8 +163,6 @@ class TuneRequest:
 def _workload(name: str, engine: str) -> Any:
     """The engine's workload ``name`` (``Engine.workload``): its own names first, then the
     shared ones that list it; UsageError for unknown names or another engine's workload."""
-    from pmem_advisor.engines.registry import get_engine
-
     try:
         import pmem_advisor.workloads.registry  # noqa: F401 - every engine's default source
     except ImportError as e:
@@ -191,7 +187,7 @@ def _profile(req: TuneRequest) -> dict:
 
 
 def _recommendation(req: TuneRequest, binary: Any, catalog: Any, kind: str, profile: dict,
-                    target: Target) -> Any:
+                    target: ProductionTarget) -> Any:
     """The rules' recommendation for the production target on this machine's hardware."""
     from pmem_advisor.rules.combine import recommend
     from pmem_advisor.rules.facts import build_facts
@@ -205,8 +201,6 @@ def _recommendation(req: TuneRequest, binary: Any, catalog: Any, kind: str, prof
 
 def _default_connections(engine: str, kind: str) -> int | None:
     """The rules' connection count for a workload kind when no client count is known."""
-    from pmem_advisor.engines.registry import get_engine
-
     try:
         return get_engine(engine).default_connections(kind)
     except (ImportError, KeyError):
@@ -486,7 +480,6 @@ def run_tune(req: TuneRequest, *, progress: Any = None, console: Any = None) -> 
 
 def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
               ) -> dict[str, Any]:
-    from pmem_advisor.engines.registry import get_engine
     from pmem_advisor.instances import reap_stale
     from pmem_advisor.knobs.catalog import load_catalog
     from pmem_advisor.report.build import write_reports
@@ -528,7 +521,7 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     name = req.study or f"{binary.flavour}-{req.workload}-{req.objective}"
     rec = _recommendation(req, binary, catalog, workload.kind, profile, target)
-    buffer = MAIN_BUFFER.get(req.engine) or engine.main_buffer
+    buffer = engine.main_buffer
     scale, notes, warns = choose_scale(
         workload, scale=req.scale, clients=req.clients,
         buffer_name=buffer or "a quarter of the memory budget",
@@ -594,11 +587,11 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
         _say(console, line)
     _say(console, f"study {name!r} in {redact(url)}: searching "
          + ", ".join(f"{k.name} ({k.scope})" for k in space.knobs))
-    evaluator = engine.evaluator(
+    evaluator = engine.evaluator(EvalRequest(
         binary, workload, scale=scale, clients=req.clients,
         duration=req.duration, warmup=req.warmup, data_dir=req.data_dir, wal_dir=req.wal_dir,
         workdir=req.workdir, catalog=catalog, cgroup=cgroup,
-    )
+    ))
     observer = progress(space, catalog) if progress else Observer()
     evaluator.on_phase = observer.run_phase
     options = TuneOptions(trials=req.trials, objective=req.objective,
@@ -650,13 +643,13 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
 
 
 def _any_success(study: optuna.Study) -> bool:
-    from pmem_advisor.tuner.tuner import measured
+    from pmem_advisor.tuner.study import measured
 
     return any(measured(t) is not None for t in study.get_trials(deepcopy=False))
 
 
 def _first_failure(study: optuna.Study, reason: str) -> str:
-    from pmem_advisor.tuner.tuner import FAILURE_ATTR
+    from pmem_advisor.tuner.study import FAILURE_ATTR
 
     for t in study.get_trials(deepcopy=False):
         if t.user_attrs.get(FAILURE_ATTR):

@@ -20,6 +20,7 @@ from optuna.distributions import (
     IntDistribution,
 )
 
+from pmem_advisor.engines import api
 from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.tuner.limits import LOW_SPAN, UNIT_BYTES, Limits
 
@@ -197,9 +198,7 @@ def default_knob_names(engine: str) -> list[str]:
     with open(DEFAULT_KNOBS_FILE, encoding="utf-8") as f:
         names = yaml.safe_load(f).get(engine)
     if names is None:
-        from pmem_advisor.engines.registry import get_engine
-
-        return get_engine(engine).default_tune_knobs()
+        return api.get_engine(engine).default_tune_knobs()
     return list(names)
 
 

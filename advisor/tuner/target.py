@@ -20,7 +20,7 @@ RESERVED_CONNECTIONS = 10
 
 
 @dataclass
-class Target:
+class ProductionTarget:
     """The production load the tuned file is sized for."""
 
     connections: int | None  # peak client connections; None = the rules' default for the kind
@@ -66,8 +66,8 @@ def machine_memory(profile: dict | None) -> tuple[int, str]:
 
 def live_connections(dsn: str, engine: str) -> tuple[int, str]:
     """Client connections of a running server: its max_connections minus the reserve."""
-    from pmem_advisor.cli.check import read_server
     from pmem_advisor.connection import redact_dsn
+    from pmem_advisor.instances.live import read_server
 
     settings = read_server(dsn, engine).get("settings") or {}
     try:
@@ -83,7 +83,7 @@ def live_connections(dsn: str, engine: str) -> tuple[int, str]:
 def production_target(engine: str, *, clients: int, connections: int | None = None,
                       memory_bytes: int | None = None, dsn: str | None = None,
                       profile: dict | None = None, default_connections: int | None = None
-                      ) -> Target:
+                      ) -> ProductionTarget:
     """The target from ``--connections``/``--memory``/``--dsn``, else the machine's memory and
     the rules' default connection count for the workload's kind (``default_connections``).
 
@@ -113,4 +113,4 @@ def production_target(engine: str, *, clients: int, connections: int | None = No
         mem, mem_source = memory_bytes, "--memory"
     else:
         mem, mem_source = machine_memory(profile)
-    return Target(connections, conn_source, int(mem), mem_source, notes)
+    return ProductionTarget(connections, conn_source, int(mem), mem_source, notes)

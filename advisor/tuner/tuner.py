@@ -6,11 +6,9 @@ re-measurements as a study attribute, so a report can be rebuilt from the study 
 
 from __future__ import annotations
 
-import copy
 import itertools
 import os
 import socket
-import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -21,26 +19,30 @@ from optuna.trial import FrozenTrial, TrialState
 
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 from pmem_advisor.tuner.space import SearchSpace
-from pmem_advisor.tuner.study import ROLE_ATTR
-
-CONFIG_ATTR = "config"
-FAILURE_ATTR = "failure"
-INTERRUPTED_ATTR = "interrupted"
-# A trial asked but not run: the shared trial budget was used by other workers, or its
-# baseline was claimed by another worker (state FAIL, no ``failure``: neither counted nor shown).
-SURPLUS_ATTR = "surplus"
-REMEASURE_ATTR = "pmem_advisor.remeasure"
-WORKER_ATTR = "worker"
-RETRY_ATTR = "retry_of"  # a dead worker's trial, queued again with the same params
-WORKER_STARTED_ATTR = "worker_started"  # the worker process's start time (pid reuse check)
-# A sampled search config whose worst-case memory exceeds the production budget: not run and
-# not counted (a SURPLUS trial with this reason); the sampler is asked again, at most
-# MAX_RESAMPLES times in a row, after which the point runs as a counted "not run" failure.
-OVER_BUDGET_ATTR = "over_budget"
-MAX_RESAMPLES = 50
-
-SLO_CONSTRAINT = "latency_p95_over_slo_ms"
-METRIC_ATTRS = {"throughput": "throughput_tps", "p95": "latency_p95_ms", "p99": "latency_p99_ms"}
+from pmem_advisor.tuner.study import (
+    CONFIG_ATTR,
+    FAILURE_ATTR,
+    INTERRUPTED_ATTR,
+    MAX_RESAMPLES,
+    MEASURED_STEP,
+    OVER_BUDGET_ATTR,
+    RETRY_ATTR,
+    ROLE_ATTR,
+    SLO_CONSTRAINT,
+    SURPLUS_ATTR,
+    WORKER_ATTR,
+    WORKER_STARTED_ATTR,
+    Heartbeat,
+    best_trial,
+    claimed,
+    counted,
+    measured,
+    measurement_attrs,
+    objective_value,
+    process_alive,
+    this_process_started,
+)
+from pmem_advisor.tuner.verdict import finalists, remeasure_runs_planned, run_final
 
 
 @dataclass
@@ -85,94 +87,6 @@ class Observer:
         """One re-measurement run finished (a line each, also where no status line shows)."""
 
 
-def objective_value(m: Measurement, objective: str) -> float | None:
-    if objective == "throughput":
-        return m.throughput_tps
-    return (m.latency_ms or {}).get(objective)
-
-
-def measurement_attrs(m: Measurement) -> dict[str, Any]:
-    lat = m.latency_ms or {}
-    return {
-        "throughput_tps": m.throughput_tps,
-        "latency_p50_ms": lat.get("p50"),
-        "latency_p95_ms": lat.get("p95"),
-        "latency_p99_ms": lat.get("p99"),
-        "errors": m.errors,
-        "duration_s": m.duration_s,
-    }
-
-
-# Trials the final phase stores (the verdict, for optuna-dashboard) are not search trials.
-OUTSIDE_BUDGET_ROLES = frozenset({"verdict"})
-
-# A search (or baseline) trial ends PRUNED with its one run reported at this step; only the
-# verdict trial ends COMPLETE, with the emitted config's repeated median. So Optuna's best
-# trial, the one optuna-dashboard shows, is always the verdict's: a lucky single run cannot
-# outrank the repeated median (issue 12). The samplers still learn from every run: TPE and
-# CMA-ES rank pruned trials by that value, GP sees them through samplers.MeasuredView. Studies
-# made before this stored runs as COMPLETE values: ``measured`` reads both.
-MEASURED_STEP = 0
-
-
-def measured(t: FrozenTrial) -> float | None:
-    """A trial's measured objective: its one run (PRUNED at MEASURED_STEP), or the value of a
-    COMPLETE trial (the verdict's median; a search run of an older study). None otherwise."""
-    if t.state == TrialState.COMPLETE:
-        return t.value
-    if t.state == TrialState.PRUNED:
-        return t.intermediate_values.get(MEASURED_STEP)
-    return None
-
-
-def as_complete(t: FrozenTrial) -> FrozenTrial:
-    """A copy of a measured trial as COMPLETE with its run as the value: what Optuna's own
-    tools (importance, GP) read. The stored trial is not changed."""
-    if t.state == TrialState.COMPLETE or measured(t) is None:
-        return t
-    c = copy.copy(t)
-    c.state, c.value = TrialState.COMPLETE, measured(t)
-    return c
-
-
-def counted(t: FrozenTrial) -> bool:
-    """Trials that use up the budget: measured ones and configs the server refused."""
-    if t.user_attrs.get(ROLE_ATTR) in OUTSIDE_BUDGET_ROLES:
-        return False
-    if measured(t) is not None:
-        return True
-    return t.state == TrialState.FAIL and bool(t.user_attrs.get(FAILURE_ATTR))
-
-
-def live(t: FrozenTrial) -> bool:
-    """A trial some worker is measuring now (stale ones are failed before each ask)."""
-    return (t.state == TrialState.RUNNING and not t.user_attrs.get(SURPLUS_ATTR)
-            and t.user_attrs.get(ROLE_ATTR) not in OUTSIDE_BUDGET_ROLES)
-
-
-def claimed(t: FrozenTrial) -> bool:
-    """Trials that hold a share of the budget: counted ones and those being measured."""
-    return counted(t) or live(t)
-
-
-def feasible(t: FrozenTrial, slo_ms: float | None) -> bool:
-    if measured(t) is None:
-        return False
-    if slo_ms is None:
-        return True
-    p95 = t.user_attrs.get("latency_p95_ms")
-    return p95 is not None and p95 <= slo_ms
-
-
-def best_trial(study: optuna.Study, slo_ms: float | None = None) -> FrozenTrial | None:
-    """The best single measurement among feasible trials (before re-measurement)."""
-    done = [t for t in study.get_trials(deepcopy=False) if feasible(t, slo_ms)]
-    if not done:
-        return None
-    sign = 1 if study.direction == optuna.study.StudyDirection.MAXIMIZE else -1
-    return max(done, key=lambda t: sign * measured(t))
-
-
 def trial_config(space: SearchSpace, params: dict[str, Any], role: str) -> TrialConfig:
     """The config a trial runs: nothing for the defaults (but the smallest change that makes
     them hold the data, when they cannot); rule base settings + params else."""
@@ -183,53 +97,6 @@ def trial_config(space: SearchSpace, params: dict[str, Any], role: str) -> Trial
     defaults = {k.name: k.default for k in space.reinit_knobs}
     init = {n: v for n, v in {**space.base_init, **init}.items() if v != defaults.get(n)}
     return TrialConfig(params={**space.base, **runtime}, init_params=init)
-
-
-class _Heartbeat:
-    """Keeps a trial alive in the storage while it is measured (ask/tell has no thread)."""
-
-    def __init__(self, study: optuna.Study, trial_id: int) -> None:
-        storage = study._storage  # Optuna wraps the RDB storage; the wrapper delegates
-        get = getattr(storage, "get_heartbeat_interval", None)
-        self._interval = get() if get else None
-        self._storage, self._trial_id = storage, trial_id
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True)
-
-    def _beat(self) -> None:
-        while True:
-            self._storage.record_heartbeat(self._trial_id)
-            if self._stop.wait(self._interval):
-                return
-
-    def __enter__(self) -> _Heartbeat:
-        if self._interval:
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._interval:
-            self._stop.set()
-            self._thread.join()
-
-
-def _process_alive(pid: int, started: float | None) -> bool:
-    import psutil
-
-    try:
-        created = psutil.Process(pid).create_time()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
-        return False
-    return started is None or abs(created - float(started)) < 1.0
-
-
-def _this_process_started() -> float | None:
-    import psutil
-
-    try:
-        return psutil.Process(os.getpid()).create_time()
-    except psutil.Error:
-        return None
 
 
 def outer_combos(space: SearchSpace, limit: int) -> list[dict[str, Any]]:
@@ -280,7 +147,7 @@ class Tuner:
             h, _, pid = str(t.user_attrs.get(WORKER_ATTR, "")).rpartition(":")
             if h != host or not pid.isdigit() or int(pid) == os.getpid():
                 continue
-            if _process_alive(int(pid), t.user_attrs.get(WORKER_STARTED_ATTR)):
+            if process_alive(int(pid), t.user_attrs.get(WORKER_STARTED_ATTR)):
                 continue
             try:
                 storage.set_trial_user_attr(t._trial_id, INTERRUPTED_ATTR,
@@ -375,10 +242,10 @@ class Tuner:
             self.study.tell(trial, state=TrialState.FAIL)
             return None
         try:  # a signal may land anywhere from here to tell(): never leave the trial RUNNING
-            with _Heartbeat(self.study, trial._trial_id):  # at once: never stale without one
+            with Heartbeat(self.study, trial._trial_id):  # at once: never stale without one
                 trial.set_user_attr(ROLE_ATTR, role)
                 trial.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
-                trial.set_user_attr(WORKER_STARTED_ATTR, _this_process_started())
+                trial.set_user_attr(WORKER_STARTED_ATTR, this_process_started())
                 config = trial_config(self.space, trial.params, role)
                 trial.set_user_attr(CONFIG_ATTR, {"params": config.params,
                                                   "init_params": config.init_params})
@@ -470,19 +337,13 @@ class Tuner:
     # -- the end: the verdict (advisor/tuner/verdict.py) ------------------------------------
     def finalists(self) -> list[FrozenTrial]:
         """The configs the final phase compares: the best search trial, rules-only, defaults."""
-        from pmem_advisor.tuner.verdict import finalists
-
         return list(finalists(self.study, self.options.latency_slo_ms).values())
 
     def remeasure_runs_planned(self) -> int:
         """The most evaluate() calls the final phase will make (for the time budget)."""
-        from pmem_advisor.tuner.verdict import remeasure_runs_planned
-
         return remeasure_runs_planned(self)
 
     def remeasure(self) -> dict[str, Any] | None:
         """Interleaved re-measurement of the finalists until the verdict is decided, by one
         worker of the study; returns the stored verdict."""
-        from pmem_advisor.tuner.verdict import run_final
-
         return run_final(self)

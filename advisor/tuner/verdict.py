@@ -40,7 +40,17 @@ from optuna.trial import FrozenTrial, TrialState
 
 from pmem_advisor.tuner.evaluator import TrialConfig
 from pmem_advisor.tuner.stats import compare, min_p_value, spread_pct
-from pmem_advisor.tuner.study import ROLE_ATTR
+from pmem_advisor.tuner.study import (
+    CONFIG_ATTR,
+    INTERRUPTED_ATTR,
+    METRIC_ATTRS,
+    REMEASURE_ATTR,
+    ROLE_ATTR,
+    Heartbeat,
+    feasible,
+    measured,
+    measurement_attrs,
+)
 
 if TYPE_CHECKING:
     from pmem_advisor.tuner.tuner import Tuner
@@ -192,7 +202,6 @@ def finalists(study: optuna.Study, slo_ms: float | None) -> dict[str, FrozenTria
     """role -> trial: the best search trial by its single run, and the first measured
     rules-only and defaults trials; only configs within the latency SLO (one over it is never
     emitted)."""
-    from pmem_advisor.tuner.tuner import feasible, measured
 
     trials = [t for t in study.get_trials(deepcopy=False) if not is_verdict(t)]
     sign = 1 if study.direction == optuna.study.StudyDirection.MAXIMIZE else -1
@@ -276,14 +285,6 @@ def remeasure_runs_planned(tuner: Tuner) -> int:
 def run_final(tuner: Tuner) -> dict[str, Any] | None:
     """Measure the finalists in interleaved rounds until decided; store and return the
     verdict (the stored one when another worker made it)."""
-    from pmem_advisor.tuner.tuner import (
-        CONFIG_ATTR,
-        INTERRUPTED_ATTR,
-        METRIC_ATTRS,
-        REMEASURE_ATTR,
-        _Heartbeat,
-        measurement_attrs,
-    )
 
     study, opts = tuner.study, tuner.options
     fin = finalists(study, opts.latency_slo_ms)
@@ -301,7 +302,7 @@ def run_final(tuner: Tuner) -> dict[str, Any] | None:
     plan = make_plan(opts.repeats, list(fin))
     store: dict[str, list[dict]] = dict(study.user_attrs.get(REMEASURE_ATTR) or {})
     storage = study._storage
-    with _Heartbeat(study, mine):
+    with Heartbeat(study, mine):
         try:
             verdict = _rounds(tuner, fin, plan, store, metric, higher, CONFIG_ATTR,
                               REMEASURE_ATTR, measurement_attrs)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pmem_advisor.errors import CapabilityMissing, EnvironmentProblem, Interrupted, UsageError
 
 from . import facts, plan
-from .scratch import Target, open_target
+from .scratch import ScratchTarget, open_target
 from .topology import Topology, device_numa_node, fs_type
 
 Progress = Callable[[str, float], None]
@@ -99,7 +99,7 @@ def _measure_one(kernel, topo: Topology, path: str, *, quick: bool, destructive:
         target.cleanup()
 
 
-def _run_target(kernel, target: Target, points: list[plan.Point], near_cpus: list[int],
+def _run_target(kernel, target: ScratchTarget, points: list[plan.Point], near_cpus: list[int],
                 far_cpus: list[int], *, quick: bool, progress: Progress, meta: dict) -> dict:
     try:
         mapping = kernel.Mapping(target.path, target.size)

@@ -28,7 +28,7 @@ def _gib(n: int) -> str:
 
 
 @dataclass
-class Target:
+class ScratchTarget:
     requested: str  # what the user gave
     path: str  # what is mapped
     kind: str  # scratch-file | file | devdax
@@ -78,7 +78,7 @@ def free_bytes(directory: str) -> int:
     return st.f_bavail * st.f_frsize
 
 
-def create_scratch(directory: str, size: int) -> Target:
+def create_scratch(directory: str, size: int) -> ScratchTarget:
     """Create and fully allocate a scratch file of ``size`` bytes in ``directory``.
 
     Creating first makes an unwritable directory say so (rather than "0 bytes free").
@@ -93,7 +93,7 @@ def create_scratch(directory: str, size: int) -> Target:
                              hint="choose a directory you can write to") from None
         raise EnvironmentProblem(f"cannot create a scratch file in {directory}: "
                                  f"{e.strerror}") from None
-    target = Target(directory, path, "scratch-file", size, created=True)
+    target = ScratchTarget(directory, path, "scratch-file", size, created=True)
     try:
         free = free_bytes(directory)
         if free < size + FREE_MARGIN:
@@ -117,8 +117,9 @@ def create_scratch(directory: str, size: int) -> Target:
     return target
 
 
-def open_target(path: str, working_set: int, *, destructive: bool) -> Target:
-    """The Target to map for ``path``; creates (and allocates) a scratch file for a directory."""
+def open_target(path: str, working_set: int, *, destructive: bool) -> ScratchTarget:
+    """The target to map for ``path``; creates (and allocates) a scratch file for a
+    directory."""
     kind, limit = inspect_target(path, destructive=destructive)
     if kind == "scratch-file":
         return create_scratch(path, working_set)
@@ -127,4 +128,4 @@ def open_target(path: str, working_set: int, *, destructive: bool) -> Target:
                          "working set the probe needs")
     if not os.access(path, os.R_OK | os.W_OK):
         raise UsageError(f"{path} is not readable and writable")
-    return Target(path, path, kind, working_set, created=False)
+    return ScratchTarget(path, path, kind, working_set, created=False)

@@ -8,6 +8,7 @@ servers need files on a DAX filesystem (H4, K23 §2.1).
 Recommendation: ``ndctl create-namespace --mode=fsdax`` and a DAX-mounted ext4/xfs on it.
 """
 
+from pmem_advisor.engines import api
 from pmem_advisor.rules.model import PRIORITY_PLACEMENT, Note, Rule
 
 # Engines that take PMEM as memory (a devdax namespace onlined as kmem): devdax is right for
@@ -55,10 +56,8 @@ class FsdaxForDatabases(Rule):
 
 
 def _title(engine: str) -> str:
-    from pmem_advisor.engines.registry import get_engine
-
     try:
-        return get_engine(engine).title
+        return api.get_engine(engine).title
     except Exception:  # noqa: BLE001 - a name the registry does not know: say it as given
         return engine
 

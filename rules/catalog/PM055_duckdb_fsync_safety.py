@@ -10,6 +10,7 @@ Recommendation: keep fsync_mode STANDARD (the default); ``check`` fails a config
 risky value unless the user passes --allow-unsafe, and recommend/tune never emit one without it.
 """
 
+from pmem_advisor.engines import api
 from pmem_advisor.rules.model import PRIORITY_SAFETY, Note, Rule
 
 
@@ -33,9 +34,7 @@ class DuckdbFsyncSafety(Rule):
                      "database after a crash (DuckDB's description of the setting)")]
 
     def check_config(self, f, config, effects, same_value):
-        from pmem_advisor.engines.registry import get_engine
-
-        catalog = get_engine("duckdb").catalog()
+        catalog = api.get_engine("duckdb").catalog()
         found = []
         for name in sorted(config):
             knob = catalog.find(name)

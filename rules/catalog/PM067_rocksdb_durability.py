@@ -14,6 +14,7 @@ durability risk (warns with --allow-unsafe). The catalog's ``risky_values`` are 
 source.
 """
 
+from pmem_advisor.engines import api
 from pmem_advisor.rules.model import PRIORITY_SAFETY, Note, Rule, Set
 
 
@@ -39,10 +40,9 @@ class RocksDBDurability(Rule):
                      "`pmem-advisor tune rocksdb`")]
 
     def check_config(self, f, config, effects, same_value):
-        from pmem_advisor.engines.registry import get_engine
         from pmem_advisor.knobs.catalog import risky_settings
 
-        catalog = get_engine("rocksdb").catalog(None, f.version)
+        catalog = api.get_engine("rocksdb").catalog(None, f.version)
         out = []
         for name, knob in risky_settings(catalog.find, config):
             message = f"{name} is {config[name]}: {knob.safety_reason}"

@@ -19,7 +19,7 @@ Before 2019 none of these exist on Linux: upgrade to use them.
 import re
 
 from pmem_advisor.rules.catalog.PM080_advice_conditions_differ import has_pmem
-from pmem_advisor.rules.model import PRIORITY_SPEED, Note, OsStep, Rule
+from pmem_advisor.rules.model import PRIORITY_SPEED, ConfigLine, Note, OsStep, Rule
 
 HBP_DOC = "Microsoft, Hybrid buffer pool (SQL Server 2019 (15.x) and later)"
 PLB_DOC = "Microsoft, Add persisted log buffer to a database (SQL Server 2019 and later)"
@@ -89,7 +89,8 @@ class SqlServerHybridBufferPool(Rule):
                    "sudo systemctl restart mssql-server",
                    "startup trace flag 809: with the hybrid buffer pool and a persisted log "
                    f"buffer, pages on PMEM are modified in place (Direct Write) ({HBP_DOC})",
-                   key="sqlserver-tf809"),
+                   key="sqlserver-tf809",
+                   config=(ConfigLine("mssql.conf", "traceflag", "", "809"),)),
         ]
         fstype = next((m.get("fstype") for m in f.pmem_mounts if m.get("mountpoint") == mp),
                       None)
@@ -103,7 +104,8 @@ class SqlServerHybridBufferPool(Rule):
                               "UNSAFE, durability risk (--allow-unsafe): trace flag 3979 "
                               "disables SQL Server's forced flush (FUA) on Linux; Microsoft's "
                               "PMEM page suggests it because PMEM devices are O_DIRECT safe; "
-                              "only when every database file is on PMEM", key="sqlserver-tf3979"))
+                              "only when every database file is on PMEM", key="sqlserver-tf3979",
+                              config=(ConfigLine("mssql.conf", "traceflag", "", "3979"),)))
         else:
             out.append(Note("info", "trace flag 3979",
                             "withheld: trace flag 3979 (disable forced flush), which Microsoft's "

@@ -12,7 +12,7 @@ Recommendation: ``mssql-conf set memory.memorylimitmb`` to 80% (Microsoft's own 
 budget, not of the host.
 """
 
-from pmem_advisor.rules.model import PRIORITY_SAFETY, Note, OsStep, Rule
+from pmem_advisor.rules.model import PRIORITY_SAFETY, ConfigLine, Note, OsStep, Rule
 
 MS_DOC = "Microsoft, Performance best practices: memory for SQL Server on Linux"
 SHARE = 0.8  # Microsoft's default share of physical RAM for the SQL Server process
@@ -50,7 +50,8 @@ class SqlServerMemoryLimit(Rule):
             OsStep(f"sudo /opt/mssql/bin/mssql-conf set memory.memorylimitmb {mb} && "
                    "sudo systemctl restart mssql-server",
                    f"80% (Microsoft's default share) of the {f.memory_bytes >> 20} MB budget, "
-                   f"not of the host ({MS_DOC})", key="sqlserver-memory"),
+                   f"not of the host ({MS_DOC})", key="sqlserver-memory",
+                   config=(ConfigLine("mssql.conf", "memory", "memorylimitmb", str(mb)),)),
         ]
 
     def check_config(self, f, config, effects, same_value):

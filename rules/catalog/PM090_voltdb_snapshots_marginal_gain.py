@@ -16,7 +16,7 @@ handled worst.
 """
 
 from pmem_advisor.rules.catalog.PM080_advice_conditions_differ import has_pmem
-from pmem_advisor.rules.model import PRIORITY_SPEED, Note, OsStep, Rule
+from pmem_advisor.rules.model import PRIORITY_SPEED, ConfigLine, Note, OsStep, Rule
 
 SAID = ("K23 §5.1: VoltDB gained only marginally from PMEM (App Direct vs SSD, TPC-C): it "
         "writes whole snapshots, and high-concurrency writing does not scale on PMEM; K23 "
@@ -46,17 +46,20 @@ class VoltdbSnapshotsMarginalGain(Rule):
         if root is not None:
             log = f.wal.path if f.wal is not None and f.wal.path != (d.path if d else None) \
                 else f"{root}/command_log"
+            paths = (f"<paths><voltdbroot path=\"{root}\"/><snapshots "
+                     f"path=\"{root}/snapshots\"/><commandlog path=\"{log}\"/></paths>")
             out.append(OsStep(
-                f"in deployment.xml: <paths><voltdbroot path=\"{root}\"/><snapshots "
-                f"path=\"{root}/snapshots\"/><commandlog path=\"{log}\"/></paths>",
+                f"in deployment.xml: {paths}",
                 "VoltDB's files on the fsdax mount; K23 could not place its log and "
-                "checkpoints apart (§5.2)", key="voltdb-paths"))
+                "checkpoints apart (§5.2)", key="voltdb-paths",
+                config=(ConfigLine("deployment.xml", "", "", paths),)))
+        commandlog = "<commandlog enabled=\"true\" synchronous=\"true\"/>"
         out.append(OsStep(
-            "in deployment.xml (where your edition has command logging): "
-            "<commandlog enabled=\"true\" synchronous=\"true\"/>",
+            f"in deployment.xml (where your edition has command logging): {commandlog}",
             "a synchronous command log fsyncs before acknowledging a commit; asynchronous "
             "logging can lose the last frequency window (VoltDB docs: command logging)",
-            key="voltdb-commandlog"))
+            key="voltdb-commandlog",
+            config=(ConfigLine("deployment.xml", "", "", commandlog),)))
         return out
 
     def check_config(self, f, config, effects, same_value):

@@ -18,6 +18,7 @@ operations concurrently"), §19.4.4 (Linux memory overcommit); MySQL 8.4 manual 
 
 from __future__ import annotations
 
+from pmem_advisor.engines import api
 from pmem_advisor.rules.checks import Check, CheckInput
 from pmem_advisor.rules.memory import BUDGET_SHARE, gib
 from pmem_advisor.rules.model import Finding
@@ -76,10 +77,8 @@ class MemoryBudget(Check):
         if inp.facts.engine == "mysql":
             return ("lower the per-connection buffers (sort/join/read buffers, tmp_table_size), "
                     "max_connections or innodb_buffer_pool_size")
-        from pmem_advisor.engines.registry import get_engine
-
         big = sorted(inp.memory.parts, key=lambda p: -p.bytes)[:2]
-        names = [p.name for p in big] or [get_engine(inp.facts.engine).main_buffer or "memory"]
+        names = [p.name for p in big] or [api.get_engine(inp.facts.engine).main_buffer or "memory"]
         return f"lower {' or '.join(names)} (the largest terms of the worst case)"
 
 

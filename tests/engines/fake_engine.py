@@ -118,6 +118,5 @@ class FakeEngine(Engine):
             raise UsageError(f"workload {name} does not run on fake (fake-kv does)")
         return FakeKv(**options)
 
-    def evaluator(self, binary, workload, *, scale, clients, duration, warmup, data_dir,
-                  wal_dir, workdir, catalog, cgroup=None) -> Evaluator:
+    def evaluator(self, request) -> Evaluator:
         return FakeEvaluator()

@@ -138,7 +138,7 @@ def test_running_an_advice_engine_is_refused_in_one_line(call):
     from pmem_advisor.engines.registry import get_engine
 
     eng = get_engine("sqlserver")
-    args = {"find_binary": (), "validate_by_starting": ("", "/tmp"), "evaluator": (None, None)}
+    args = {"find_binary": (), "validate_by_starting": ("", "/tmp"), "evaluator": (None,)}
     with pytest.raises(UsageError) as e:
         getattr(eng, call)(*args[call])
     assert str(e.value).startswith("advice only: pmem-advisor does not run SQL Server")
@@ -153,7 +153,8 @@ def test_sqlserver_snippet_is_mssql_conf():
     rec = advise("sqlserver", PMEM_MACHINE, data_dir="/mnt/pmem0/mssql", version="2022",
                  memory_bytes=8 << 30)
     notes = tuple(f"{s.rule}: {s.command}  # {s.reason}" for s in rec.os_steps)
-    text = get_engine("sqlserver").emit([], Header(version="2022", notes=notes)).text
+    text = get_engine("sqlserver").emit([], Header(version="2022", notes=notes,
+                                                   steps=tuple(rec.os_steps))).text
     assert "[memory]\nmemorylimitmb = 6553\n" in text
     assert "[traceflag]\ntraceflag0 = 809\n" in text
     assert "3979" not in text  # withheld without --allow-unsafe
@@ -167,11 +168,24 @@ def test_voltdb_snippet_is_deployment_xml():
     from pmem_advisor.knobs.emit import Header
 
     rec = advise("voltdb", PMEM_MACHINE)
-    notes = tuple(f"{s.rule}: {s.command}  # {s.reason}" for s in rec.os_steps)
-    text = get_engine("voltdb").emit([], Header(notes=notes)).text
+    text = get_engine("voltdb").emit([], Header(steps=tuple(rec.os_steps))).text
     body = text.split("# --- deployment.xml ---\n")[1].splitlines()
     assert '<voltdbroot path="/mnt/pmem0/voltdb"/>' in body[0]
     assert body[1] == '<commandlog enabled="true" synchronous="true"/>'
+
+
+def test_snippet_comes_from_the_steps_data_not_their_wording():
+    from pmem_advisor.engines.registry import get_engine
+    from pmem_advisor.knobs.emit import Header
+    from pmem_advisor.rules.model import ConfigLine
+    from pmem_advisor.rules.result import Step
+
+    step = Step("PM084", [], "reworded: give SQL Server 512 MB", "why", "sqlserver-memory",
+                config=(ConfigLine("mssql.conf", "memory", "memorylimitmb", "512"),))
+    text = get_engine("sqlserver").emit([], Header(steps=(step,))).text
+    assert text.endswith("# --- mssql.conf ---\n[memory]\nmemorylimitmb = 512\n")
+    words = Header(notes=("sudo /opt/mssql/bin/mssql-conf set memory.memorylimitmb 512",))
+    assert "[memory]" not in get_engine("sqlserver").emit([], words).text
 
 
 def test_emit_refuses_settings():

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pmem_advisor.engines.api import EvalRequest
 from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.knobs.emit import Header, Setting
 from pmem_advisor.rules.model import Bytes
@@ -119,9 +120,10 @@ def test_evaluator_tiny(duck):
     from pmem_advisor.tuner.evaluator import TrialConfig
 
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
-    ev = duck.evaluator(duck.find_binary(), duck.workload("olap-tpch-lite"), scale=1, clients=1,
+    ev = duck.evaluator(EvalRequest(
+                        duck.find_binary(), duck.workload("olap-tpch-lite"), scale=1, clients=1,
                         duration=0.5, warmup=0.0, data_dir=shm, wal_dir=None,
-                        workdir=tempfile.gettempdir(), catalog=duck.catalog())
+                        workdir=tempfile.gettempdir(), catalog=duck.catalog()))
     scratch = ev.scratch
     with ev:
         m = ev.evaluate(TrialConfig(params={"threads": 1, "memory_limit": 256 * MB}))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pmem_advisor.engines import registry
-from pmem_advisor.engines.base import EngineDataError
+from pmem_advisor.engines.api import EngineDataError
 from pmem_advisor.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, EXIT_USAGE, UsageError
 from tests.rules.machines import make_profile
 
@@ -108,17 +108,21 @@ def test_doctor_lists_every_engine(run_cli):
 ])
 def test_bad_engine_yaml_is_one_line(bad_engine_dir, text, where):
     (bad_engine_dir / "broken.yaml").write_text(text)
+    assert "broken" not in registry.list_engines()  # the others are listed and keep working
+    assert registry.get_engine("postgres").name == "postgres"
     with pytest.raises(EngineDataError) as e:
-        registry.list_engines()
+        registry.get_engine("broken")
     message = str(e.value)
     assert "\n" not in message and "broken.yaml" in message and where in message
+    assert e.value.exit_code == EXIT_USAGE
 
 
 def test_alias_taken_by_another_engine(bad_engine_dir):
     text = GOOD.format(name="broken") + "aliases: {pg: broken}\n"
     (bad_engine_dir / "broken.yaml").write_text(text)
+    assert registry.resolve("pg")[0].name == "postgres"
     with pytest.raises(EngineDataError, match="alias 'pg' is already"):
-        registry.list_engines()
+        registry.get_engine("broken")
 
 
 def test_module_that_does_not_exist(bad_engine_dir):
@@ -131,11 +135,35 @@ def test_module_that_does_not_exist(bad_engine_dir):
     assert registry.get_engine("postgres").name == "postgres"  # the others still work
 
 
-def test_cli_bad_engine_yaml_exit_3_one_line(run_cli, bad_engine_dir, profile):
+def test_cli_bad_engine_yaml_exit_2_one_line(run_cli, bad_engine_dir, profile):
     (bad_engine_dir / "broken.yaml").write_text(GOOD.format(name="broken") + "colour: x\n")
     code, out, err = run_cli("recommend", "broken", "--profile", profile)
-    assert code == EXIT_ENVIRONMENT and out == ""
+    assert code == EXIT_USAGE and out == ""
     assert err.count("\n") == 1 and "broken.yaml" in err and "Traceback" not in err
+    code, out, _ = run_cli("recommend", "postgres", "--profile", profile, "--version", "16")
+    assert code == 0 and out  # the other engines keep working
+
+
+@pytest.mark.parametrize("target, says", [
+    ("tests.engines.broken_engines:NoSuchClass", "has no class NoSuchClass"),
+    ("tests.engines.broken_engines:NotAnEngine", "is not an Engine subclass"),
+    ("tests.engines.broken_engines:NoEmit", "does not implement emit, parse_config"),
+])
+def test_broken_engine_package_is_one_line_exit_2(run_cli, bad_engine_dir, profile, target,
+                                                  says):
+    (bad_engine_dir / "broken.yaml").write_text(
+        GOOD.format(name="broken").replace("tests.engines.fake_engine:FakeEngine", target))
+    with pytest.raises(EngineDataError, match=says) as e:
+        registry.get_engine("broken")
+    assert "engine broken (broken.yaml)" in str(e.value)
+    code, out, err = run_cli("recommend", "broken", "--profile", profile)
+    assert code == EXIT_USAGE and out == ""
+    assert err.count("\n") == 1 and says in err and "Traceback" not in err
+    code, out, _ = run_cli("recommend", "postgres", "--profile", profile, "--version", "16")
+    assert code == 0 and out
+    code, out, _ = run_cli("doctor", "--json")
+    rows = {c["name"]: c for c in json.loads(out)["capabilities"]}
+    assert not rows["engine broken"]["available"] and says in rows["engine broken"]["detail"]
 
 
 # ------------------------------------------------------------------ a new engine plugs in

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pmem_advisor.engines.api import EvalRequest
 from pmem_advisor.errors import UsageError
 from pmem_advisor.knobs.emit import Setting
 
@@ -66,9 +67,9 @@ def test_evaluator_tiny(where):
     base = Path(tempfile.mkdtemp(prefix="rocks-eval-", dir=where))
     base.chmod(0o711)  # the server user must reach the data directory
     try:
-        ev = eng.evaluator(eng.find_binary(), eng.workload("ycsb-a"), scale=3, clients=2,
-                           duration=2, warmup=0, data_dir=base, wal_dir=None, workdir=None,
-                           catalog=eng.catalog())
+        ev = eng.evaluator(EvalRequest(eng.find_binary(), eng.workload("ycsb-a"), scale=3,
+                                       clients=2, duration=2, warmup=0, data_dir=base,
+                                       catalog=eng.catalog()))
         with ev:
             ok = ev.evaluate(TrialConfig({"max_background_jobs": 3, "block_cache": 32 << 20}))
             assert ok.ok, ok.failure
@@ -96,9 +97,9 @@ def test_evaluator_reports_db_bench_reason(monkeypatch):
     real = rocksdb_options.render
     monkeypatch.setattr(rocksdb_options, "render",
                         lambda k, v: "notanumber" if k.name == "max_subcompactions" else real(k, v))
-    ev = eng.evaluator(eng.find_binary(), eng.workload("ycsb-c"), scale=1, clients=1,
+    ev = eng.evaluator(EvalRequest(eng.find_binary(), eng.workload("ycsb-c"), scale=1, clients=1,
                        duration=1, warmup=0, data_dir="/dev/shm", wal_dir=None, workdir=None,
-                       catalog=eng.catalog())
+                       catalog=eng.catalog()))
     with ev:
         m = ev.evaluate(TrialConfig({"max_subcompactions": 2}))
     assert not m.ok and "max_subcompactions" in m.failure and "Unable to load" in m.failure

@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pmem_advisor.engines.api import EvalRequest
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.knobs.emit import Header, Setting
 
@@ -131,9 +132,9 @@ def test_evaluator_tiny(base):
     from pmem_advisor.tuner.evaluator import TrialConfig
 
     eng = _engine()
-    ev = eng.evaluator(BINARY, eng.workload("ycsb-b"), scale=2, clients=2, duration=1.0,
+    ev = eng.evaluator(EvalRequest(BINARY, eng.workload("ycsb-b"), scale=2, clients=2, duration=1.0,
                        warmup=0.2, data_dir=base / "data", wal_dir=base / "wal", workdir=None,
-                       catalog=eng.catalog())
+                       catalog=eng.catalog()))
     with ev:
         ok = ev.evaluate(TrialConfig({}))
         assert ok.ok, ok.failure

@@ -2,11 +2,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pmem_advisor.engines.mysql.emit import emit_mycnf
 from pmem_advisor.engines.mysql.parse import parse_mycnf_text
+from pmem_advisor.engines.postgres.emit import emit_postgresql_conf
 from pmem_advisor.engines.postgres.parse import parse_postgresql_text
 from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.knobs.catalog import load_catalog
-from pmem_advisor.knobs.emit import Header, Setting, emit_mycnf, emit_postgresql_conf
+from pmem_advisor.knobs.emit import Header, Setting
 
 CATALOGS = {
     "pg18": load_catalog("postgres", version="18"),

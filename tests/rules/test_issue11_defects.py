@@ -277,7 +277,7 @@ def test_target_version_in_json(run_cli, profile_file):
 
 # ---------------------------------------------------------------- 7. flavour mismatch
 def test_mysql8_config_is_not_validated_on_mariadb(tmp_path):
-    from pmem_advisor.knobs.validate import check_flavour
+    from pmem_advisor.engines.server_validate import check_flavour
 
     conf = tmp_path / "my.cnf"
     conf.write_text("[mysqld]\ninnodb_redo_log_capacity = 2G\ninnodb_buffer_pool_size = 1G\n")
@@ -292,7 +292,7 @@ def test_mysql8_config_is_not_validated_on_mariadb(tmp_path):
 
 def test_emitted_header_names_the_flavour(tmp_path):
     from pmem_advisor.engines.mysql.parse import parse_mycnf
-    from pmem_advisor.knobs.validate import check_flavour
+    from pmem_advisor.engines.server_validate import check_flavour
 
     conf = tmp_path / "my.cnf"
     conf.write_text("# my.cnf written by pmem-advisor 0.1\n# target: MySQL 8.4\n[mysqld]\n"

@@ -16,7 +16,7 @@ import psutil
 import pytest
 from optuna.trial import TrialState
 
-from pmem_advisor.tuner.tuner import measured
+from pmem_advisor.tuner.study import measured
 from pmem_advisor.tuner.verdict import is_verdict
 from tests.conftest import REPO
 

@@ -228,7 +228,8 @@ def test_memory_gate_uses_production_connections():
 def test_unfit_search_trial_is_not_run(study_factory):
     from optuna.trial import TrialState
 
-    from pmem_advisor.tuner.tuner import FAILURE_ATTR, TuneOptions, Tuner
+    from pmem_advisor.tuner.study import FAILURE_ATTR
+    from pmem_advisor.tuner.tuner import TuneOptions, Tuner
     from tests.tuner.conftest import make_space
     from tests.tuner.synthetic import SyntheticEvaluator
 

@@ -17,17 +17,16 @@ from optuna.trial import TrialState
 from pmem_advisor.tuner.results import summarize
 from pmem_advisor.tuner.session import END_ATTR, _SigTerm, record_end, run_ends, run_recorded
 from pmem_advisor.tuner.storage import open_storage
-from pmem_advisor.tuner.study import load_existing, open_study
-from pmem_advisor.tuner.tuner import (
+from pmem_advisor.tuner.study import (
     INTERRUPTED_ATTR,
     RETRY_ATTR,
     SURPLUS_ATTR,
-    Observer,
-    TuneOptions,
-    Tuner,
     counted,
+    load_existing,
     measured,
+    open_study,
 )
+from pmem_advisor.tuner.tuner import Observer, TuneOptions, Tuner
 from tests.conftest import REPO
 from tests.faults.conftest import wait_for  # one deadline-bound wait for every test
 from tests.tuner.conftest import META, make_space

@@ -8,7 +8,7 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState
 
 from pmem_advisor.tuner.samplers import MeasuredView, make_sampler
-from pmem_advisor.tuner.tuner import MEASURED_STEP, as_complete, measured
+from pmem_advisor.tuner.study import MEASURED_STEP, as_complete, measured
 
 DIST = {"x": FloatDistribution(0, 100)}
 

@@ -41,8 +41,7 @@ def pg_storage_url():
 @pytest.mark.server
 def test_two_workers_share_one_study(pg_storage_url):
     from pmem_advisor.tuner.storage import open_storage
-    from pmem_advisor.tuner.study import load_existing, open_study
-    from pmem_advisor.tuner.tuner import counted
+    from pmem_advisor.tuner.study import counted, load_existing, open_study
     from tests.tuner.conftest import META, make_space
 
     trials = 10

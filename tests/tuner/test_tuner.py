@@ -7,15 +7,8 @@ from pmem_advisor.errors import UsageError
 from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
 from pmem_advisor.tuner.results import summarize
 from pmem_advisor.tuner.samplers import make_sampler
-from pmem_advisor.tuner.tuner import (
-    REMEASURE_ATTR,
-    SLO_CONSTRAINT,
-    Observer,
-    TuneOptions,
-    Tuner,
-    counted,
-    measured,
-)
+from pmem_advisor.tuner.study import REMEASURE_ATTR, SLO_CONSTRAINT, counted, measured
+from pmem_advisor.tuner.tuner import Observer, TuneOptions, Tuner
 from pmem_advisor.tuner.verdict import is_verdict
 from tests.tuner.conftest import META
 from tests.tuner.synthetic import FAIL_ABOVE, SyntheticEvaluator

@@ -13,7 +13,8 @@ from pmem_advisor.tuner.evaluator import Measurement
 from pmem_advisor.tuner.results import summarize
 from pmem_advisor.tuner.samplers import make_sampler
 from pmem_advisor.tuner.stats import min_p_value
-from pmem_advisor.tuner.tuner import REMEASURE_ATTR, TuneOptions, Tuner, as_complete, measured
+from pmem_advisor.tuner.study import REMEASURE_ATTR, as_complete, measured
+from pmem_advisor.tuner.tuner import TuneOptions, Tuner
 from pmem_advisor.tuner.verdict import VERDICT_ATTR, decide, make_plan
 from tests.tuner.synthetic import SyntheticEvaluator
 

@@ -4,23 +4,21 @@ commented snippet; pmem-advisor never runs, tunes or validates them.
 Their rules are rules/catalog/PM080-PM091 (``Rule.engines = (name,)``). The knob catalog is
 empty: the papers name no knob of these engines that a catalog could bound safely, and the few
 vendor settings the rules recommend (mssql-conf ``memory.memorylimitmb``, trace flags,
-VoltDB's deployment.xml paths) travel as OS steps. ``emit`` writes those steps as a snippet
-in the engine's own format where it has one (mssql.conf, deployment.xml), every other line a
-comment.
+VoltDB's deployment.xml paths) travel as OS steps. ``emit`` writes what those steps put in
+the engine's own config file (their ``config``: ``rules.model.ConfigLine`` data, never their
+wording) as a snippet in that format where it has one (mssql.conf, deployment.xml), every
+other line a comment.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pmem_advisor.engines.base import Engine
 from pmem_advisor.errors import UsageError
-
-# OS-step texts of the rules (PM084, PM082, PM090) that map onto a config file of the engine
-_MSSQL_SET = re.compile(r"mssql-conf set (?P<section>[a-z]+)\.(?P<key>[a-z]+) (?P<value>\d+)\b")
-_MSSQL_TRACEFLAG = re.compile(r"mssql-conf traceflag (?P<flags>\d+(?: \d+)*) on\b")
-_DEPLOYMENT_XML = re.compile(r"in deployment\.xml[^:]*: (?P<xml><.*>)")
+from pmem_advisor.knobs.catalog import Catalog
+from pmem_advisor.knobs.emit import EmittedConfig, Header, checked, header_lines, one_line
+from pmem_advisor.rules.model import ConfigLine
 
 
 def advice_only(title: str) -> UsageError:
@@ -38,8 +36,6 @@ class AdviceEngine(Engine):
 
     # -- knobs: none ---------------------------------------------------------------------
     def catalog(self, flavour: str | None = None, version: str | None = None):
-        from pmem_advisor.knobs.catalog import Catalog
-
         fl = self.resolve_flavour(flavour, version)
         return Catalog(engine=self.name, flavour=fl, title=self.title,
                        version=version or "any", knobs={}, absent={})
@@ -48,8 +44,6 @@ class AdviceEngine(Engine):
              fragment: bool = True):
         """A commented snippet: the header (whose notes carry the rules' OS steps), then the
         lines of those steps that belong in the engine's config file, uncommented."""
-        from pmem_advisor.knobs.emit import EmittedConfig, Header, checked, header_lines, one_line
-
         header = header or Header()
         catalog = catalog or self.catalog(header.flavour or None, header.version or None)
         if settings:  # the catalog is empty: nothing can be set through it
@@ -62,19 +56,20 @@ class AdviceEngine(Engine):
         for f in getattr(header, "findings", ()) or ():
             lines.append(f"# {one_line(f.rule)} [{one_line(f.severity)}] {one_line(f.subject)}: "
                          f"{one_line(f.message)}")
-        steps = tuple(s.command for s in getattr(header, "steps", ()) or ())
-        body = self._body(steps or tuple(header.notes))
+        lines_of_steps = tuple(c for s in getattr(header, "steps", ()) or ()
+                               for c in getattr(s, "config", ()) or ()
+                               if c.file == self.config_format)
+        body = self._body(lines_of_steps)
         if body:
             lines.append(f"# --- {self.config_format} ---")
             lines += body
         return EmittedConfig(checked("\n".join(lines) + "\n"))
 
-    def _body(self, notes: tuple[str, ...]) -> list[str]:
+    def _body(self, config: tuple[ConfigLine, ...]) -> list[str]:
         if self.config_format == "mssql.conf":
-            return _mssql_conf(notes)
+            return _mssql_conf(config)
         if self.config_format == "deployment.xml":
-            found = [m.group("xml") for n in notes if (m := _DEPLOYMENT_XML.search(n))]
-            return list(dict.fromkeys(found))
+            return list(dict.fromkeys(c.value for c in config))
         return []
 
     def parse_config(self, text: str, origin: str) -> dict[str, str]:
@@ -102,24 +97,23 @@ class AdviceEngine(Engine):
     def validate_by_starting(self, config_text: str, workdir: Any, *, binary: Any = None):
         raise advice_only(self.title)
 
-    def evaluator(self, binary: Any, workload: Any, **kwargs: Any):
+    def evaluator(self, request: Any):
         raise advice_only(self.title)
 
     def workload(self, name: str, **options: Any):
         raise advice_only(self.title)
 
 
-def _mssql_conf(notes: tuple[str, ...]) -> list[str]:
-    """mssql.conf sections for the ``mssql-conf set``/``traceflag`` steps among ``notes``
-    (the file mssql-conf itself writes: ``[memory] memorylimitmb = N``, ``[traceflag]
-    traceflag0 = 809``)."""
+def _mssql_conf(config: tuple[ConfigLine, ...]) -> list[str]:
+    """mssql.conf sections for the steps' settings (the file mssql-conf itself writes:
+    ``[memory] memorylimitmb = N``, ``[traceflag] traceflag0 = 809``)."""
     sections: dict[str, dict[str, str]] = {}
     flags: list[str] = []
-    for n in notes:
-        for m in _MSSQL_SET.finditer(n):  # the last step for a key wins, as mssql-conf does
-            sections.setdefault(m.group("section"), {})[m.group("key")] = m.group("value")
-        for m in _MSSQL_TRACEFLAG.finditer(n):
-            flags += [f for f in m.group("flags").split() if f not in flags]
+    for c in config:
+        if c.section == "traceflag":
+            flags += [c.value] if c.value not in flags else []
+        else:  # the last step for a key wins, as mssql-conf does
+            sections.setdefault(c.section, {})[c.key] = c.value
     if flags:
         sections["traceflag"] = {f"traceflag{i}": f for i, f in enumerate(flags)}
     out = []

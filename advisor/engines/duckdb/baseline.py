@@ -19,10 +19,15 @@ them off PMEM, K23 §4.5.1).
 from __future__ import annotations
 
 from pmem_advisor.rules.facts import Facts
+from pmem_advisor.rules.memory import BUDGET_SHARE
 from pmem_advisor.rules.model import PRIORITY_BASELINE, Bound, Bytes, Rule, Set
 
 MB = 1 << 20
 DUCKDB_SHARE = 0.8  # DuckDB's default memory_limit: 80% of RAM
+
+# The memory outside memory_limit (engine.py counts the same terms in its worst case).
+PROCESS_BASE = 96 * MB  # the host process: Python/the application, DuckDB's code and catalog
+PER_THREAD = 8 * MB  # a worker's stack and thread-local state and vectors in flight
 
 
 def near_node(f: Facts) -> int | None:
@@ -47,9 +52,6 @@ def memory_limit(f: Facts, threads: int) -> int:
 
 def limit_for_budget(budget_bytes: int, threads: int) -> int:
     """The largest memory_limit whose worst case fits ``budget_bytes`` (see memory_limit)."""
-    from pmem_advisor.engines.duckdb.engine import PER_THREAD, PROCESS_BASE
-    from pmem_advisor.rules.memory import BUDGET_SHARE
-
     flush = 128 * MB  # allocator_flush_threshold's default
     rest = PROCESS_BASE + threads * PER_THREAD + flush
     fit = int(budget_bytes * BUDGET_SHARE) - rest

@@ -19,7 +19,14 @@ import jsonschema
 import yaml
 
 from pmem_advisor.errors import UsageError
-from pmem_advisor.knobs.catalog import DATA, Catalog, CatalogDataError, Knob, _schema, tune_range
+from pmem_advisor.knobs.catalog import (
+    DATA,
+    Catalog,
+    CatalogDataError,
+    Knob,
+    catalog_schema,
+    tune_range,
+)
 from pmem_advisor.knobs.version import parse_version
 
 CATALOG_FILE = DATA / "duckdb.yaml"
@@ -149,7 +156,7 @@ def _derived_default(name: str, text: str) -> Any:
 @lru_cache(maxsize=1)
 def _raw() -> dict:
     data = yaml.safe_load(CATALOG_FILE.read_text(encoding="utf-8"))
-    schema = copy.deepcopy(_schema())
+    schema = copy.deepcopy(catalog_schema())
     # The shared schema may not list duckdb yet (ENG extends it); the shape is the same.
     for key in ("engine", "flavour"):
         enum = schema["properties"][key].get("enum")

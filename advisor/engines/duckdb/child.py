@@ -15,6 +15,8 @@ import json
 import sys
 from typing import Any
 
+from pmem_advisor.engines.duckdb import workload as duckdb_olap
+
 
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
@@ -22,8 +24,6 @@ def _first_line(e: BaseException) -> str:
 
 
 def handle(req: dict[str, Any]) -> dict[str, Any]:
-    from pmem_advisor.engines.duckdb import workload as duckdb_olap
-
     try:
         import duckdb
     except ImportError:

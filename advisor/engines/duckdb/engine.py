@@ -14,14 +14,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pmem_advisor.engines.api import EvalRequest
 from pmem_advisor.engines.base import Engine
+from pmem_advisor.engines.duckdb.baseline import PER_THREAD, PROCESS_BASE, RULE
+from pmem_advisor.engines.duckdb.catalog import load_duckdb_catalog, parse_shown_size, parse_size
+from pmem_advisor.engines.duckdb.runner import DuckDBEvaluator, validate_statements
+from pmem_advisor.engines.duckdb.sql import emit_sql, parse_sql, quote, split_statements, value_sql
+from pmem_advisor.engines.duckdb.workload import DuckOlapTpchLite
 from pmem_advisor.errors import UsageError
+from pmem_advisor.knobs.emit import Header
+from pmem_advisor.rules.fit import put_setting
+from pmem_advisor.rules.memory import MemoryEstimate, MemoryPart, SettingValues, gib
 from pmem_advisor.rules.model import Bytes
 
 MB = 1 << 20
 # Not under memory_limit (DuckDB's buffer manager cap), so counted on top of it:
-PROCESS_BASE = 96 * MB  # the host process: Python/the application, DuckDB's code and catalog
-PER_THREAD = 8 * MB  # a worker's stack and thread-local state and vectors in flight
 ASSUMPTIONS = (
     "memory_limit caps DuckDB's buffer manager (DuckDB's manual: it only applies to the buffer "
     "manager): cached pages of the database file, hash tables, sort runs, aggregates and "
@@ -41,31 +48,22 @@ ASSUMPTIONS = (
 class DuckDBEngine(Engine):
     # -- knobs ---------------------------------------------------------------------------
     def catalog(self, flavour: str | None = None, version: str | None = None):
-        from pmem_advisor.engines.duckdb.catalog import load_duckdb_catalog
-
         self.resolve_flavour(flavour, version)
         return load_duckdb_catalog(version)
 
     def emit(self, settings, header=None, *, catalog=None, fragment=True):
         """SET statements with a header and a usage snippet (``fragment`` is moot: DuckDB
         has no config file, every setting is a statement of its own)."""
-        from pmem_advisor.engines.duckdb.sql import emit_sql
-        from pmem_advisor.knobs.emit import Header
-
         header = header or Header(flavour="duckdb")
         catalog = catalog or self.catalog(None, header.version or None)
         return emit_sql(settings, header, catalog=catalog)
 
     def parse_config(self, text: str, origin: str) -> dict[str, str]:
-        from pmem_advisor.engines.duckdb.sql import parse_sql
-
         return parse_sql(text, origin, catalog=self.catalog())
 
     def statements(self, params: Mapping[str, Any], catalog: Any = None) -> list[str]:
         """``SET`` statements for base-unit values (``Bytes`` and DuckDB text accepted);
         UsageError naming the setting for a value the catalog refuses."""
-        from pmem_advisor.engines.duckdb.sql import value_sql
-
         catalog = catalog or self.catalog()
         out = []
         for name, value in params.items():
@@ -77,15 +75,11 @@ class DuckDBEngine(Engine):
 
     # -- rules ---------------------------------------------------------------------------
     def baseline_rules(self) -> tuple[Any, ...]:
-        from pmem_advisor.engines.duckdb.baseline import RULE
-
         return (RULE,)
 
     def memory(self, settings: Mapping[str, Any], *, flavour: str | None = None,
                version: str | None = None, catalog=None, host_memory_bytes: int | None = None):
         """Worst case: memory_limit + what DuckDB allocates outside its buffer manager."""
-        from pmem_advisor.rules.memory import MemoryEstimate, MemoryPart
-
         catalog = catalog or self.catalog(flavour, version)
         v = _Values(catalog, settings, host_memory_bytes)
         limit = v.get("memory_limit")
@@ -112,16 +106,13 @@ class DuckDBEngine(Engine):
 
     def fit_memory(self, rec: Any, view: Any, budget_bytes: int) -> None:
         """Lower memory_limit (the one large term) until the worst case fits."""
-        from pmem_advisor.rules.fit import _put
-        from pmem_advisor.rules.memory import gib
-
         est = self.memory({s.name: s.value for s in rec.settings}, catalog=view.catalog)
         if est.total_bytes <= budget_bytes:
             return
         limit = next(p.bytes for p in est.parts if p.name == "memory_limit")
         new = max(64 * MB, (budget_bytes - (est.total_bytes - limit)) // MB * MB)
         if new < limit:
-            _put(rec, view, "memory_limit", Bytes(new),
+            put_setting(rec, view, "memory_limit", Bytes(new),
                  f"lowered from {gib(limit)} so the worst case fits the {gib(budget_bytes)} "
                  "budget")
 
@@ -155,13 +146,10 @@ class DuckDBEngine(Engine):
         """Open a scratch database, run the file's statements, SELECT 1, read every setting
         back with current_setting(); UsageError with DuckDB's reason when it refuses one or
         holds another value than the file asks for."""
-        from pmem_advisor.engines.duckdb.runner import validate_statements
-        from pmem_advisor.engines.duckdb.sql import _split
-
         catalog = self.catalog()
         wanted = self.parse_config(config_text, "config")  # our own checks first
         binary = binary or self.find_binary()
-        statements = [stmt for _, stmt in _split(config_text)]
+        statements = [stmt for _, stmt in split_statements(config_text)]
         got = validate_statements(statements, list(wanted), workdir)
         for name, text in wanted.items():
             knob = catalog.get(name)
@@ -172,8 +160,6 @@ class DuckDBEngine(Engine):
     def apply_lines(self, path: str, settings: Mapping[str, str], restart: list[str],
                     flavour: str | None = None) -> list[str]:
         """DuckDB has no server to restart: the application runs the SET file after opening."""
-        from pmem_advisor.engines.duckdb.sql import quote
-
         lines = [f"apply: run {path} right after opening the database in every process that "
                  f"opens it ({len(settings)} SET statements; DuckDB forgets them on exit)",
                  f"  Python: con = duckdb.connect(...); con.execute(open({quote(path)}).read())",
@@ -184,34 +170,28 @@ class DuckDBEngine(Engine):
         return lines
 
     def workload(self, name: str, **options: Any) -> Any:
-        from pmem_advisor.engines.duckdb.workload import DuckOlapTpchLite
-
         if name != DuckOlapTpchLite.name:
             raise UsageError(f"workload {name} does not run on DuckDB",
                              hint=f"duckdb runs: {DuckOlapTpchLite.name}")
         return DuckOlapTpchLite(**options)
 
-    def evaluator(self, binary: Any, workload: Any, *, scale: int, clients: int,
-                  duration: float, warmup: float, data_dir: str | Path | None,
-                  wal_dir: str | Path | None, workdir: str | Path | None, catalog: Any,
-                  cgroup: Any = None):
-        from pmem_advisor.engines.duckdb.runner import DuckDBEvaluator
-
-        if wal_dir is not None and data_dir is not None and Path(wal_dir) != Path(data_dir):
+    def evaluator(self, request: EvalRequest):
+        r = request
+        if r.wal_dir is not None and r.data_dir is not None \
+                and Path(r.wal_dir) != Path(r.data_dir):
             raise UsageError("DuckDB keeps its WAL next to the database file (<file>.wal): "
                              "leave --wal-dir out")
+        workload = r.workload
         if getattr(workload, "engines", ("duckdb",)) != ("duckdb",):
             workload = self.workload(getattr(workload, "name", str(workload)))
-        return DuckDBEvaluator(self, binary, workload, scale=scale, clients=clients,
-                               duration=duration, warmup=warmup, data_dir=data_dir,
-                               workdir=workdir, catalog=catalog, cgroup=cgroup)
+        return DuckDBEvaluator(self, r.binary, workload, scale=r.scale, clients=r.clients,
+                               duration=r.duration, warmup=r.warmup, data_dir=r.data_dir,
+                               workdir=r.workdir, catalog=r.catalog, cgroup=r.cgroup)
 
 
 def _same(knob: Any, want: Any, have: str | None) -> bool:
     """Does DuckDB's read-back text hold the value asked for? Sizes come back rounded to
     one decimal of a binary unit ('953.6 MiB'), so they compare within that rounding."""
-    from pmem_advisor.engines.duckdb.catalog import parse_shown_size
-
     if have is None:
         return False
     if knob.type == "size":
@@ -226,26 +206,22 @@ def _same(knob: Any, want: Any, have: str | None) -> bool:
     return str(have).lower() == str(want).lower()
 
 
-class _Values:
-    """Setting values in base units (Bytes, DuckDB text, numbers), else the catalog default."""
+class _Values(SettingValues):
+    """DuckDB's setting values as whole numbers (sizes in bytes; unset and undefaulted: 0);
+    size text may be a share of RAM (``80%``), read against ``ram``."""
 
     def __init__(self, catalog: Any, settings: Mapping[str, Any], ram: int | None) -> None:
-        self.catalog, self.settings, self.ram = catalog, dict(settings), ram
+        super().__init__(catalog, settings, parse_text=self._parse)
+        self.ram = ram
+
+    def _parse(self, knob: Any, text: str) -> Any:
+        if knob.type == "size":
+            return parse_size(text, knob.name, ram=self.ram)
+        return knob.parse(text)
 
     def get(self, name: str) -> int:
-        from pmem_advisor.engines.duckdb.catalog import parse_size
-
-        knob = self.catalog.get(name)
-        raw = self.settings.get(name, knob.default)
-        if isinstance(raw, Bytes):
-            return int(raw.n)
-        if isinstance(raw, str):
-            if knob.type == "size":
-                return parse_size(raw, name, ram=self.ram)
-            return int(knob.parse(raw))
-        if raw is None:
-            return 0
-        return int(knob.coerce(raw))
+        value = super().get(name)
+        return 0 if value is None else int(value)
 
 
 __all__ = ["DuckDBEngine"]

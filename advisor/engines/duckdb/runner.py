@@ -20,8 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pmem_advisor.engines.duckdb.catalog import ram_bytes
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.instances.cgroup import evict_page_cache
+from pmem_advisor.instances.registry import RunScratch
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 
 POLL_S = 0.05
@@ -87,8 +89,6 @@ def run_child(request: dict[str, Any], *, timeout: float, memory_cap: int | None
 
 def host_memory_cap() -> int:
     """Without a cgroup: 90% of the RAM DuckDB would see (rules/memory.py's budget share)."""
-    from pmem_advisor.engines.duckdb.catalog import ram_bytes
-
     return ram_bytes() * 9 // 10
 
 
@@ -114,7 +114,6 @@ class DuckDBEvaluator(Evaluator):
         root = Path(data_dir or workdir or tempfile.gettempdir())
         root.mkdir(parents=True, exist_ok=True)
         # Golden and trial copies live on the data directory's filesystem: the medium measured.
-        from pmem_advisor.instances.registry import RunScratch
 
         self._scratch = RunScratch(root, "duckdb tune scratch: golden and trial databases")
         self.scratch = self._scratch.path

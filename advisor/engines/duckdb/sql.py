@@ -13,7 +13,14 @@ import re
 from typing import Any
 
 from pmem_advisor.errors import UnknownKnobError, UsageError
-from pmem_advisor.knobs.emit import EmittedConfig, Header, one_line, resolve_settings
+from pmem_advisor.knobs.emit import (
+    EmittedConfig,
+    Header,
+    checked,
+    header_lines,
+    one_line,
+    resolve_settings,
+)
 
 # Names DuckDB accepts for one setting; the catalog knows the canonical one.
 NAME_ALIASES = {"worker_threads": "threads"}
@@ -46,8 +53,6 @@ def value_sql(knob: Any, value: Any) -> str:
 
 def emit_sql(settings: list, header: Header, *, catalog: Any) -> EmittedConfig:
     """The SET file: header, usage snippet, one statement per setting with its reason."""
-    from pmem_advisor.knobs.emit import checked, header_lines
-
     resolved, warnings = resolve_settings(settings, catalog)
     lines = header_lines(header, catalog, "DuckDB settings (SQL SET statements)", "--")
     lines += list(USAGE) + [""]
@@ -92,7 +97,7 @@ def _strip_comments(text: str) -> str:
     return "".join(out)
 
 
-def _split(text: str) -> list[tuple[int, str]]:
+def split_statements(text: str) -> list[tuple[int, str]]:
     """(first line number, statement) for each ``;``-ended statement outside quotes."""
     body = _strip_comments(text)
     out, start, quoted, line, first = [], 0, False, 1, None
@@ -134,7 +139,7 @@ def parse_sql(text: str, origin: str, *, catalog: Any) -> dict[str, str]:
     """``{setting: value text}`` of a SET/PRAGMA file; every value is checked against the
     catalog (a wrong type or out-of-range value is a UsageError naming the setting)."""
     found: dict[str, str] = {}
-    for line, stmt in _split(text):
+    for line, stmt in split_statements(text):
         where = f"{origin}:{line}"
         m = _STATEMENT.match(stmt)
         if not m:

@@ -13,6 +13,7 @@ import os
 import re
 
 from pmem_advisor.errors import InputError
+from pmem_advisor.knobs.catalog import knob_names
 from pmem_advisor.knobs.configfile import (
     ConfigEntry,
     ConfigFile,
@@ -49,9 +50,7 @@ def _applies(group: str, groups: set[str], any_version: bool, flavour: str | Non
 
 def known_option_names() -> set[str]:
     """Knob names of every MySQL/MariaDB catalog, for skip-/enable- prefixes."""
-    from pmem_advisor.knobs.catalog import _raw  # data only; avoids a cycle at import
-
-    return {k["name"] for f in ("mysql", "mariadb") for k in _raw(f)["knobs"]}
+    return {name for f in ("mysql", "mariadb") for name in knob_names(f)}
 
 
 def parse_mycnf(path: str, *, flavour: str | None = None, version: str | None = None,

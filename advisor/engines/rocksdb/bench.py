@@ -23,6 +23,7 @@ from pmem_advisor.engines.rocksdb.workload import KEY_NOTE, failure_reason, pars
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.fileio import write_file_safely
 from pmem_advisor.instances.privileges import chown_tree, hand_over, require_reachable, server_user
+from pmem_advisor.instances.registry import RunScratch
 from pmem_advisor.knobs.emit import Header, Setting
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 
@@ -77,7 +78,6 @@ class RocksDBEvaluator(Evaluator):
         require_reachable(root, self.user, "data directory")
         # Everything lives in one scratch directory on the data directory's filesystem, so
         # the golden copy and the trial copies are on the medium being measured.
-        from pmem_advisor.instances.registry import RunScratch
 
         self._scratch = RunScratch(root, "rocksdb tune scratch: golden and trial databases",
                                    mode=0o711)

@@ -16,9 +16,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pmem_advisor.engines.api import EvalRequest
 from pmem_advisor.engines.base import Engine, EngineBinary
+from pmem_advisor.engines.rocksdb.baseline import RULE
+from pmem_advisor.engines.rocksdb.bench import RocksDBEvaluator, db_bench_version, validate_options
+from pmem_advisor.engines.rocksdb.options import (
+    emit_options,
+    load_rocksdb_catalog,
+    parse_options,
+    parse_value,
+)
+from pmem_advisor.engines.rocksdb.workload import MIXES, RocksYcsb
 from pmem_advisor.errors import UsageError
-from pmem_advisor.rules.model import Bytes
+from pmem_advisor.knobs.emit import Header
+from pmem_advisor.rules.fit import put_setting
+from pmem_advisor.rules.memory import MemoryEstimate, MemoryPart, SettingValues
+from pmem_advisor.rules.model import Bytes, human_bytes
 
 MB = 1 << 20
 WRITABLE_FILE_BUFFER = 1 * MB  # DBOptions.writable_file_max_buffer_size default (7.8)
@@ -35,38 +48,27 @@ ASSUMPTIONS = (
 class RocksDBEngine(Engine):
     # -- knobs ---------------------------------------------------------------------------
     def catalog(self, flavour: str | None = None, version: str | None = None):
-        from pmem_advisor.engines.rocksdb.options import load_rocksdb_catalog
-
         self.resolve_flavour(flavour, version)
         return load_rocksdb_catalog(version)
 
     def emit(self, settings, header=None, *, catalog=None, fragment=True):
         """A complete OPTIONS file (``fragment`` is ignored: RocksDB reads whole files)."""
-        from pmem_advisor.engines.rocksdb.options import emit_options
-        from pmem_advisor.knobs.emit import Header
-
         header = header or Header(flavour="rocksdb")
         catalog = catalog or self.catalog(None, header.version or None)
         return emit_options(settings, header, catalog=catalog)
 
     def parse_config(self, text: str, origin: str) -> dict[str, str]:
-        from pmem_advisor.engines.rocksdb.options import parse_options
-
         return parse_options(text, origin, catalog=self.catalog())
 
     # -- rules ---------------------------------------------------------------------------
     def baseline_rules(self) -> tuple[Any, ...]:
-        from pmem_advisor.engines.rocksdb.baseline import RULE
-
         return (RULE,)
 
     def memory(self, settings: Mapping[str, Any], *, flavour: str | None = None,
                version: str | None = None, catalog=None, host_memory_bytes: int | None = None):
         """Worst case: block cache + every memtable + background buffers + fixed overhead."""
-        from pmem_advisor.rules.memory import MemoryEstimate, MemoryPart
-
         catalog = catalog or self.catalog(flavour, version)
-        v = _Values(catalog, settings)
+        v = SettingValues(catalog, settings, parse_text=parse_value)
         cache = v.get("block_cache")
         wbs, nbuf = v.get("write_buffer_size"), v.get("max_write_buffer_number")
         jobs = v.get("max_background_jobs")
@@ -91,9 +93,6 @@ class RocksDBEngine(Engine):
 
     def fit_memory(self, rec: Any, view: Any, budget_bytes: int) -> None:
         """Shrink the block cache first (it only caches), then the memtables."""
-        from pmem_advisor.rules.fit import _put
-        from pmem_advisor.rules.model import human_bytes
-
         def estimate():
             return self.memory({s.name: s.value for s in rec.settings}, catalog=view.catalog)
 
@@ -104,16 +103,16 @@ class RocksDBEngine(Engine):
         rest = est.total_bytes - cache
         new = max(8 * MB, (budget_bytes - rest) // MB * MB)
         if new < cache:
-            _put(rec, view, "block_cache", Bytes(new),
+            put_setting(rec, view, "block_cache", Bytes(new),
                  f"lowered from {human_bytes(cache)} so the worst case fits the "
                  f"{human_bytes(budget_bytes)} budget")
         est = estimate()
         if est.total_bytes > budget_bytes:
             s = rec.setting("write_buffer_size")
             wbs = int(s.value) if s is not None else 64 * MB
-            _put(rec, view, "max_write_buffer_number", 2,
+            put_setting(rec, view, "max_write_buffer_number", 2,
                  "two memtables: the smallest RocksDB allows, to fit the budget")
-            _put(rec, view, "write_buffer_size", Bytes(max(4 * MB, wbs // 4 // MB * MB)),
+            put_setting(rec, view, "write_buffer_size", Bytes(max(4 * MB, wbs // 4 // MB * MB)),
                  "smaller memtables to fit the budget")
 
     def apply_lines(self, path: str, settings: Mapping[str, str], restart: list[str],
@@ -134,43 +133,34 @@ class RocksDBEngine(Engine):
 
     # -- running it ----------------------------------------------------------------------
     def binary_version(self, path: Path | None) -> str:
-        from pmem_advisor.engines.rocksdb.bench import db_bench_version
-
         return db_bench_version(path) if path is not None else "unknown"
 
     def validate_by_starting(self, config_text: str, workdir: str | Path, *,
                              binary: Any = None) -> None:
         """Open a scratch database with the OPTIONS file (db_bench, 100 keys written and
         read); UsageError with RocksDB's reason when it refuses."""
-        from pmem_advisor.engines.rocksdb.bench import validate_options
-        from pmem_advisor.engines.rocksdb.options import parse_options
-
         parse_options(config_text, "OPTIONS", catalog=self.catalog())  # our own checks first
         binary = binary or self.find_binary()
         validate_options(binary.path, config_text, workdir)
 
     def workload(self, name: str, **options: Any) -> Any:
-        from pmem_advisor.engines.rocksdb.workload import MIXES, RocksYcsb
-
         if name not in MIXES:
             raise UsageError(f"workload {name} does not run on RocksDB",
                              hint=f"rocksdb runs: {', '.join(MIXES)}")
         return RocksYcsb(name, **options)
 
-    def evaluator(self, binary: Any, workload: Any, *, scale: int, clients: int,
-                  duration: float, warmup: float, data_dir: str | Path | None,
-                  wal_dir: str | Path | None, workdir: str | Path | None, catalog: Any,
-                  cgroup: Any = None):
-        from pmem_advisor.engines.rocksdb.bench import RocksDBEvaluator
-
-        if wal_dir is not None and data_dir is not None and Path(wal_dir) != Path(data_dir):
+    def evaluator(self, request: EvalRequest):
+        r = request
+        if r.wal_dir is not None and r.data_dir is not None \
+                and Path(r.wal_dir) != Path(r.data_dir):
             raise UsageError("RocksDB keeps its WAL with the data here: wal_dir is not an "
                              "OPTIONS-file option; leave --wal-dir out")
+        workload = r.workload
         if not hasattr(workload, "mix"):
             workload = self.workload(getattr(workload, "name", str(workload)))
-        return RocksDBEvaluator(self, binary, workload, scale=scale, clients=clients,
-                                duration=duration, warmup=warmup, data_dir=data_dir,
-                                workdir=workdir, catalog=catalog, cgroup=cgroup)
+        return RocksDBEvaluator(self, r.binary, workload, scale=r.scale, clients=r.clients,
+                                duration=r.duration, warmup=r.warmup, data_dir=r.data_dir,
+                                workdir=r.workdir, catalog=r.catalog, cgroup=r.cgroup)
 
 
 def _cpp_bool(text: str) -> str:
@@ -178,24 +168,6 @@ def _cpp_bool(text: str) -> str:
     low = str(text).strip().lower()
     return {"on": "true", "1": "true", "yes": "true", "off": "false", "0": "false",
             "no": "false"}.get(low, low)
-
-
-class _Values:
-    """Option values in base units from settings (Bytes, text, numbers), else defaults."""
-
-    def __init__(self, catalog, settings: Mapping[str, Any]) -> None:
-        self.catalog, self.settings = catalog, dict(settings)
-
-    def get(self, name: str) -> float:
-        knob = self.catalog.get(name)
-        raw = self.settings.get(name, knob.default)
-        if isinstance(raw, Bytes):
-            return raw.n
-        if isinstance(raw, str):
-            from pmem_advisor.engines.rocksdb.options import parse_value
-
-            return parse_value(knob, raw)
-        return knob.coerce(raw)
 
 
 def scratch_dir(prefix: str = "pmem-advisor-rocksdb-") -> Path:

@@ -21,6 +21,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from pmem_advisor.engines import api
 from pmem_advisor.errors import UsageError
 from pmem_advisor.knobs import catalog as knob_catalog
 from pmem_advisor.knobs import units
@@ -29,7 +30,7 @@ from pmem_advisor.knobs.emit import (
     EmittedConfig,
     Header,
     Setting,
-    _checked,
+    checked,
     one_line,
     resolve_settings,
 )
@@ -83,7 +84,7 @@ TRIGGERS = ("level0_file_num_compaction_trigger", "level0_slowdown_writes_trigge
 def load_rocksdb_catalog(version: str | None = None) -> Catalog:
     """The RocksDB options catalog; through the shared loader once it knows the engine."""
     try:
-        return knob_catalog.load_catalog(ENGINE, FLAVOUR, version)
+        return knob_catalog.build_catalog(api.spec_of(ENGINE), FLAVOUR, version)
     except UsageError as e:
         if "rocksdb" not in str(e) or "engine" not in str(e):
             raise
@@ -100,7 +101,7 @@ def _local_catalog(version: str) -> Catalog:
     if ".".join(map(str, v[:2])) not in raw["series"] and v <= newest:
         raise UsageError(f"RocksDB {version} is not supported (supported: "
                          f"{', '.join(raw['series'])} and newer)")
-    knobs = {e["name"]: knob_catalog._build(ENGINE, FLAVOUR, e, version) for e in raw["knobs"]}
+    knobs = {e["name"]: knob_catalog.build_knob(ENGINE, FLAVOUR, e, version) for e in raw["knobs"]}
     return Catalog(ENGINE, FLAVOUR, raw["title"], version, knobs, {}, None)
 
 
@@ -108,7 +109,7 @@ def _local_catalog(version: str) -> Catalog:
 def _raw() -> dict:
     path = knob_catalog.DATA / "rocksdb.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    schema = knob_catalog._schema()
+    schema = knob_catalog.catalog_schema()
     if ENGINE not in schema["properties"]["engine"].get("enum", [ENGINE]):  # older schema
         schema = {**schema, "properties": {
             **schema["properties"],
@@ -214,7 +215,7 @@ def emit_options(settings: list[Setting], header: Header = Header(), *,
         for knob, value, reason in by_section[WRITE]:
             lines.append(f"#   WriteOptions.{WRITE_OPTION_NAMES[knob.name]} = "
                          f"{render(knob, value)}  ({one_line(reason) or 'requested'})")
-    return EmittedConfig(_checked("\n".join(lines) + "\n"), warnings, resolved)
+    return EmittedConfig(checked("\n".join(lines) + "\n"), warnings, resolved)
 
 
 # -------------------------------------------------------------------------------- parser

@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from pmem_advisor.rules.facts import Facts
+from pmem_advisor.rules.fit import put_setting
+from pmem_advisor.rules.memory import gib
 from pmem_advisor.rules.model import PRIORITY_BASELINE, Bound, Bytes, Rule, Set, human_bytes
 
 MB, GB = 1 << 20, 1 << 30
@@ -20,6 +22,8 @@ ARENA_STEP = 64 * MB  # whole 64 MB steps read better and change nothing that ma
 MIN_ARENA = 256 * MB  # Tarantool's default: a budget too small to beat it keeps it
 CONNECTIONS = {"oltp": 100, "olap": 16, "mixed": 50, "kv": 100}
 SHARE = 0.75  # of the budget for memtx; the rest: OS, page cache for xlog/snap, vinyl, runtime
+
+RUNTIME_BYTES = 64 * MB
 
 
 # An arena that holds data_bytes of tuples and indexes: slab classes round each tuple up (by
@@ -42,8 +46,6 @@ def connections(f: Facts) -> int:
 
 def memtx_memory(f: Facts) -> int:
     """3/4 of the budget less the other quotas and the connections' buffers (rounded down)."""
-    from pmem_advisor.engines.tarantool.engine import RUNTIME_BYTES
-
     others = 2 * 128 * MB + RUNTIME_BYTES + connections(f) * 2 * 16320
     arena = int(f.memory_bytes * SHARE) - others
     return max(MIN_ARENA, arena // ARENA_STEP * ARENA_STEP)
@@ -91,9 +93,6 @@ class TarantoolBaseline(Rule):
 
 def fit_memtx(engine: Any, rec: Any, view: Any, budget: int) -> None:
     """Lower memtx_memory until the worst case fits ``budget`` (it is the only big quota)."""
-    from pmem_advisor.rules.fit import _put
-    from pmem_advisor.rules.memory import gib
-
     f = rec.facts
     settings = {s.name: s.value for s in rec.settings}
     est = engine.memory(settings, flavour="tarantool", version=f.version,
@@ -102,6 +101,6 @@ def fit_memtx(engine: Any, rec: Any, view: Any, budget: int) -> None:
         return
     arena = next(p.bytes for p in est.parts if p.name == "memtx_memory")
     new = max(32 * MB, (arena - (est.total_bytes - budget)) // ARENA_STEP * ARENA_STEP)
-    _put(rec, view, "memtx_memory", Bytes(new),
+    put_setting(rec, view, "memtx_memory", Bytes(new),
          f"lowered from {gib(arena)} so the worst case ({gib(est.total_bytes)} with "
          f"{est.connections} connections) fits the {gib(budget)} budget")

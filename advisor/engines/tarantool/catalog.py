@@ -2,7 +2,7 @@
 
 The YAML is in the shared catalog format (knobs/data/catalog.schema.json); it is validated here
 against that schema with ``tarantool`` admitted as engine and flavour (until the schema lists
-every engine), and each knob is built by the same ``_build`` the PostgreSQL/MySQL catalogs use,
+every engine), and each knob is built by the same ``build_knob`` the PostgreSQL/MySQL catalogs use,
 so parsing, ranges and ``risky_values`` behave the same. Tarantool has no server-generated
 list: every knob is curated.
 """
@@ -24,7 +24,7 @@ PATH = kc.DATA / "tarantool.yaml"
 
 
 def _schema() -> dict:
-    schema = copy.deepcopy(kc._schema())
+    schema = copy.deepcopy(kc.catalog_schema())
     for key in ("engine", "flavour"):
         enum = schema["properties"][key].get("enum")  # older schemas list the engines
         if enum is not None and FLAVOUR not in enum:
@@ -71,5 +71,5 @@ def load(version: str | None = None) -> kc.Catalog:
         if not version_in(version, since, until):
             absent[entry["name"]] = (since, until)
             continue
-        knobs[entry["name"]] = kc._build(ENGINE, FLAVOUR, entry, version)
+        knobs[entry["name"]] = kc.build_knob(ENGINE, FLAVOUR, entry, version)
     return kc.Catalog(ENGINE, FLAVOUR, data["title"], version, knobs, absent, None)

@@ -13,13 +13,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pmem_advisor.engines.api import EvalRequest
 from pmem_advisor.engines.base import ServerEngine
-from pmem_advisor.errors import ServerError, UsageError
+from pmem_advisor.engines.tarantool.baseline import RUNTIME_BYTES, TarantoolBaseline, fit_memtx
+from pmem_advisor.engines.tarantool.catalog import load
+from pmem_advisor.engines.tarantool.evaluator import TarantoolEvaluator
+from pmem_advisor.engines.tarantool.instance import TarantoolInstance, find_tarantool
+from pmem_advisor.engines.tarantool.lua import emit_box_cfg, lua_value, parse_box_cfg
+from pmem_advisor.engines.tarantool.workload import get_tarantool_workload
+from pmem_advisor.errors import EnvironmentProblem, ServerError, UsageError
+from pmem_advisor.instances.privileges import can_reach, server_user
+from pmem_advisor.knobs.emit import Header
+from pmem_advisor.rules.memory import MemoryEstimate, MemoryPart
 
 MB = 1 << 20
 # Tarantool's own process beyond the arenas: binary, LuaJIT heap of the init script, the WAL
 # and iproto threads' buffers. An idle 2.6 instance here holds ~30 MB RSS; 64 MB leaves room.
-RUNTIME_BYTES = 64 * MB
 ASSUMPTIONS = (
     "memtx_memory, vinyl_memory and vinyl_cache are quotas filled lazily; the worst case "
     "counts them full (memtx data plus indexes, and the read views a checkpoint keeps, stay "
@@ -35,8 +44,6 @@ class TarantoolEngine(ServerEngine):
 
     # -- knobs and config --------------------------------------------------------------------
     def catalog(self, flavour: str | None = None, version: str | None = None):
-        from pmem_advisor.engines.tarantool.catalog import load
-
         self.resolve_flavour(flavour, version)
         return load(version)
 
@@ -47,30 +54,21 @@ class TarantoolEngine(ServerEngine):
     def emit(self, settings, header=None, *, catalog=None, fragment: bool = True,
              allow_unsafe: bool = False):
         """The Lua init file (one box.cfg call; a complete file, so ``fragment`` is moot)."""
-        from pmem_advisor.engines.tarantool.lua import emit_box_cfg
-        from pmem_advisor.knobs.emit import Header
-
         header = header or Header()
         catalog = catalog or self.catalog(None, header.version or None)
         return emit_box_cfg(list(settings), header, catalog, allow_unsafe=allow_unsafe)
 
     def parse_config(self, text: str, origin: str) -> dict[str, str]:
-        from pmem_advisor.engines.tarantool.lua import parse_box_cfg
-
         return parse_box_cfg(text, origin, self.catalog())
 
     # -- rules and memory ---------------------------------------------------------------------
     def baseline_rules(self) -> tuple:
-        from pmem_advisor.engines.tarantool.baseline import TarantoolBaseline
-
         return (TarantoolBaseline(),)
 
     def memory(self, settings: Mapping[str, Any], *, flavour: str, version: str | None,
                catalog, host_memory_bytes: int | None = None, connections: int | None = None):
         """Worst case: the memtx and vinyl quotas full, the runtime, and per connection an
         input and an output buffer of ``readahead`` bytes (see ASSUMPTIONS)."""
-        from pmem_advisor.rules.memory import MemoryEstimate, MemoryPart
-
         catalog = catalog or self.catalog(flavour, version)
 
         def value(name: str) -> int:
@@ -99,8 +97,6 @@ class TarantoolEngine(ServerEngine):
 
     def fit_memory(self, rec: Any, view: Any, budget_bytes: int) -> None:
         """Lower memtx_memory (the only big quota) until the worst case fits."""
-        from pmem_advisor.engines.tarantool.baseline import fit_memtx
-
         fit_memtx(self, rec, view, budget_bytes)
 
     def data_bounds(self, workload: Any, scale: int, catalog: Any,
@@ -133,8 +129,6 @@ class TarantoolEngine(ServerEngine):
     def apply_lines(self, path: str, settings: Mapping[str, str], restart: list[str],
                     flavour: str | None = None) -> list[str]:
         """How a DBA deploys the tuned file (for tune's report)."""
-        from pmem_advisor.engines.tarantool.lua import lua_value
-
         catalog = self.catalog()
 
         def lua(name: str, text: str) -> str:
@@ -156,9 +150,6 @@ class TarantoolEngine(ServerEngine):
 
     # -- running it ---------------------------------------------------------------------------
     def find_binary(self, flavour: str | None = None, version: str | None = None):
-        from pmem_advisor.engines.tarantool.instance import find_tarantool
-        from pmem_advisor.errors import EnvironmentProblem
-
         self.resolve_flavour(flavour, version)
         b = find_tarantool()
         if version and not (b.version == version or b.version.startswith(version + ".")):
@@ -177,8 +168,6 @@ class TarantoolEngine(ServerEngine):
         return b.flavour, b.version
 
     def binary_status(self) -> tuple[bool, str]:
-        from pmem_advisor.errors import EnvironmentProblem
-
         try:
             b = self.find_binary()
         except EnvironmentProblem as e:
@@ -190,9 +179,6 @@ class TarantoolEngine(ServerEngine):
         """Start Tarantool with ``config_text`` (unprivileged, unix socket, in a scratch
         directory), then stop it and remove everything. UsageError with Tarantool's own
         reason when it refuses."""
-        from pmem_advisor.engines.tarantool.instance import TarantoolInstance
-        from pmem_advisor.instances.privileges import can_reach, server_user
-
         binary = binary or self.find_binary()
         if workdir is not None and not can_reach(Path(workdir), server_user()):
             workdir = None  # a private scratch (0700 under /tmp): the default work directory
@@ -206,19 +192,14 @@ class TarantoolEngine(ServerEngine):
             inst.stop()
 
     def workload(self, name: str, **options: Any):
-        from pmem_advisor.engines.tarantool.workload import get_tarantool_workload
-
         return get_tarantool_workload(name, **options)
 
-    def evaluator(self, binary: Any, workload: Any, *, scale: int, clients: int,
-                  duration: float, warmup: float, data_dir=None, wal_dir=None, workdir=None,
-                  catalog=None, cgroup: Any = None):
-        from pmem_advisor.engines.tarantool.evaluator import TarantoolEvaluator
-
-        if getattr(workload, "engines", ("tarantool",)) != ("tarantool",):
-            raise UsageError(f"workload {workload.name} does not run on Tarantool "
+    def evaluator(self, request: EvalRequest):
+        r = request
+        if getattr(r.workload, "engines", ("tarantool",)) != ("tarantool",):
+            raise UsageError(f"workload {r.workload.name} does not run on Tarantool "
                              f"(use {', '.join(self.workloads)})")
-        return TarantoolEvaluator(binary, workload, scale=scale, clients=clients,
-                                  duration=duration, warmup=warmup, data_dir=data_dir,
-                                  wal_dir=wal_dir, workdir=workdir,
-                                  catalog=catalog or self.catalog(), cgroup=cgroup)
+        return TarantoolEvaluator(r.binary, r.workload, scale=r.scale, clients=r.clients,
+                                  duration=r.duration, warmup=r.warmup, data_dir=r.data_dir,
+                                  wal_dir=r.wal_dir, workdir=r.workdir,
+                                  catalog=r.catalog or self.catalog(), cgroup=r.cgroup)

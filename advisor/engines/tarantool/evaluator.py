@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pmem_advisor.engines.tarantool.instance import TarantoolInstance
+from pmem_advisor.engines.tarantool.lua import emit_box_cfg
+from pmem_advisor.instances import registry
 from pmem_advisor.knobs.emit import Header, Setting
 from pmem_advisor.tuner.evaluator import TrialConfig
 from pmem_advisor.tuner.managed import ManagedEvaluator
@@ -25,9 +28,6 @@ class TarantoolEvaluator(ManagedEvaluator):
     allow_unsafe = True
 
     def _new_instance(self, config: TrialConfig) -> Any:
-        from pmem_advisor.engines.tarantool.instance import TarantoolInstance
-        from pmem_advisor.instances import registry
-
         registry.reap_stale([])  # what a killed earlier run left (as create_instance does)
         return TarantoolInstance(
             self.binary, self.workdir, data_dir=self.data_dir, wal_dir=self.wal_dir,
@@ -43,8 +43,6 @@ class TarantoolEvaluator(ManagedEvaluator):
         return dict(params)  # Tarantool has no connection limit to raise for the benchmark
 
     def config_text(self, config: TrialConfig) -> str:
-        from pmem_advisor.engines.tarantool.lua import emit_box_cfg
-
         settings = [Setting(n, v, "trial") for n, v in self.bench_params(config.params).items()]
         header = Header(version=self.version, notes=("pmem-advisor tune: trial config",))
         return emit_box_cfg(settings, header, self.catalog, allow_unsafe=self.allow_unsafe).text

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pmem_advisor.connection import ConnInfo
+from pmem_advisor.engines.tarantool.workload import eval_lua
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.fileio import write_file_safely
 from pmem_advisor.instances.base import Instance
@@ -190,8 +191,6 @@ class TarantoolInstance(Instance):
 
     def settings(self) -> dict[str, str]:
         """box.cfg as the running server reads it back (names lowercase, values as text)."""
-        from pmem_advisor.engines.tarantool.workload import eval_lua
-
         out = eval_lua(self.conninfo, "local t = {} for k, v in pairs(box.cfg) do "
                        "t[k] = tostring(v) end return t")
         return {str(k).lower(): str(v) for k, v in (out or {}).items()}

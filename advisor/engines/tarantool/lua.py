@@ -24,6 +24,7 @@ from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.knobs.catalog import Catalog, Knob
 from pmem_advisor.knobs.emit import EmittedConfig, Header, Setting, one_line, resolve_settings
 from pmem_advisor.knobs.units import render_real
+from pmem_advisor.rules.model import human_bytes
 
 NUMERIC = ("int", "size", "real", "duration")
 SAFE_WAL_MODE = "fsync"
@@ -62,8 +63,6 @@ def lua_value(knob: Knob, value: Any) -> str:
 
 def _human(knob: Knob, value: Any) -> str:
     if knob.type == "size" and int(value) >= 1024:
-        from pmem_advisor.rules.model import human_bytes
-
         return human_bytes(int(value))
     return ""
 
