@@ -46,6 +46,9 @@ CYCLE = 10  # rows per cycle after the screen: 8 Sobol, 1 anchor repeat, 1 Sobol
 ANCHOR_SLOT, REPEAT_SLOT = 9, 4
 ANCHORS = ("default", "rules", "ceiling")
 SOBOL_SEED = 20261123
+# Engines run as managed servers by the shared evaluator (pick_server); every other engine
+# is measured by its own evaluator (Engine.evaluator), in the scenario's memory cgroup.
+MANAGED_ENGINES = ("postgres", "mysql")
 RULES_WORKLOAD = {"pgbench-tpcb": "oltp", "tpcc": "oltp", "sysbench-oltp-write-only": "oltp"}
 EMULATION_NOTE = ("/dev/shm is tmpfs (DRAM-backed) standing in for persistent memory, as the "
                   "papers' memmap= emulation did; real PMEM is slower, above all for writes")
@@ -107,10 +110,13 @@ class CollectContext:
     provenance: dict[str, Any] = field(default_factory=dict)
     peak_bytes: Callable[[], int | None] = lambda: None
     cleanup: list[Callable[[], None]] = field(default_factory=list)
+    # the server's defaults, with the smallest change that makes them hold the data (an
+    # in-memory engine's arena; tuner/feasible.py): usually nothing
+    default: TrialConfig = field(default_factory=TrialConfig)
 
     def anchor(self, kind: str, rows: list[dict[str, Any]]) -> TrialConfig:
         if kind == "default":
-            return TrialConfig()
+            return self.default
         if kind == "rules":
             assert self.rules is not None
             return self.rules
@@ -122,7 +128,7 @@ class CollectContext:
         for r in rows:
             if r.get("kind") == "ceiling":
                 return TrialConfig(params=dict(r["params"]), init_params=dict(r["init_params"]))
-        base = TrialConfig()
+        base = self.default
         if self.rules is not None:
             d = dataset.median_or_none(dataset.by_kind(rows, "default"))
             r = dataset.median_or_none(dataset.by_kind(rows, "rules"))
@@ -262,8 +268,24 @@ def collect(ctx: CollectContext, data_dir: Path, *, minutes: float | None = None
                        loadavg_end=[round(x, 2) for x in os.getloadavg()])
             prov["rows"] = len(rows)
             prov["screen"] = screen_verdict(rows, scn.repeats)[1]
+            prov["machine_load"] = load_note(rows)
             dataset.write_json(prov_path, prov)
     return added
+
+
+def load_note(rows: list[dict[str, Any]]) -> str | None:
+    """What the machine's load was while the rows were measured, in words: other work on a
+    shared machine is part of the noise, and the provenance says so."""
+    loads = [r["loadavg_before"][0] for r in rows if r.get("loadavg_before")]
+    if not loads:
+        return None
+    cores = os.cpu_count() or 1
+    text = f"1-minute load average {min(loads):.1f}-{max(loads):.1f} on {cores} cores"
+    if max(loads) > 2 * cores:
+        text += (" while the rows ran: the machine was busy with other work (the benchmark's "
+                 "own clients and server account for about the core count), so much of the "
+                 "spread is other tenants'")
+    return text
 
 
 def space_record(space: Any) -> list[dict[str, Any]]:
@@ -343,6 +365,8 @@ def profile_summary(profile: dict[str, Any], root: str) -> dict[str, Any]:
 def open_real(scn: Scenario, *, log: Callable[[str], None]) -> CollectContext:
     """Probe, ask the rules at the budget, build the no-rules space, start the evaluator in a
     memory cgroup of the scenario's budget."""
+    from pmem_advisor.engines.api import EvalRequest
+    from pmem_advisor.engines.registry import get_engine
     from pmem_advisor.instances import pick_server
     from pmem_advisor.instances.cgroup import CgroupUnavailable, MemoryCgroup, evict_page_cache
     from pmem_advisor.knobs.catalog import load_catalog
@@ -352,6 +376,7 @@ def open_real(scn: Scenario, *, log: Callable[[str], None]) -> CollectContext:
     from pmem_advisor.rules.facts import build_facts
     from pmem_advisor.tuner.limits import Limits
     from pmem_advisor.tuner.managed import ManagedEvaluator
+    from pmem_advisor.tuner.session import data_limits
     from pmem_advisor.tuner.space import KnobSpec, build_space
     from pmem_advisor.workloads.registry import get_workload
 
@@ -360,13 +385,21 @@ def open_real(scn: Scenario, *, log: Callable[[str], None]) -> CollectContext:
     root = Path(tempfile.mkdtemp(prefix=f"pmem-bench-{scn.name}-", dir=scn.path))
     os.chmod(root, 0o755)  # the unprivileged server user must reach its data below it
     cleanup: list[Callable[[], None]] = [lambda: _rmtree(root)]
+    managed = scn.engine in MANAGED_ENGINES
     try:
-        binary = pick_server(scn.engine, scn.flavour, scn.version)
+        engine = get_engine(scn.engine)
+        binary = (pick_server(scn.engine, scn.flavour, scn.version) if managed
+                  else engine.find_binary(scn.flavour, scn.version))
+        workload = (get_workload(scn.workload, **scn.workload_options) if managed
+                    else engine.workload(scn.workload, **scn.workload_options))
         profile = probe(SysAccess("/"), [str(root)])
         catalog = load_catalog(scn.engine, scn.flavour, binary.version)
         specs = {k.name: KnobSpec.from_knob(k) for k in catalog}
         common = {"engine": scn.engine, "flavour": scn.flavour, "version": catalog.version}
         limits = Limits.for_host(memory_bytes=scn.memory_bytes, data_path=str(root))
+        # the data's demands (an arena that holds it) bound every arm's space, as in tune
+        limits = data_limits(engine, workload, scn.scale, catalog, specs, limits, {},
+                             binary=binary, budget_bytes=scn.memory_bytes)
         space = build_space(specs, **common, important=[], use_rules=False, limits=limits)
         facts = build_facts(profile, **common, workload=scn.rules_workload,
                             data_dir=str(root), wal_dir=str(root), memory_bytes=scn.memory_bytes,
@@ -395,10 +428,16 @@ def open_real(scn: Scenario, *, log: Callable[[str], None]) -> CollectContext:
                     _reset_peak(group)
                 return inst
 
-        evaluator = BudgetedEvaluator(
-            binary, get_workload(scn.workload, **scn.workload_options), scale=scn.scale,
-            clients=scn.clients, duration=scn.duration_s, warmup=scn.warmup_s,
-            data_dir=root / "data", wal_dir=root / "wal", workdir=root, catalog=catalog)
+        if managed:
+            evaluator = BudgetedEvaluator(
+                binary, workload, scale=scn.scale, clients=scn.clients,
+                duration=scn.duration_s, warmup=scn.warmup_s, data_dir=root / "data",
+                wal_dir=root / "wal", workdir=root, catalog=catalog)
+        else:  # the engine's own evaluator (db_bench, a DuckDB child, a Tarantool server)
+            evaluator = engine.evaluator(EvalRequest(
+                binary, workload, scale=scn.scale, clients=scn.clients,
+                duration=scn.duration_s, warmup=scn.warmup_s, data_dir=root / "data",
+                wal_dir=None, workdir=root, catalog=catalog, cgroup=group))
         prov = {
             "scenario": scn.to_dict(),
             "server": {"flavour": binary.flavour, "version": binary.version,
@@ -414,10 +453,12 @@ def open_real(scn: Scenario, *, log: Callable[[str], None]) -> CollectContext:
             "ceiling": "durability off on top of the better of defaults and rules-only "
                        "(screen medians before the first ceiling row): "
                        + ", ".join(f"{k}={v}" for k, v in durability_off(scn.flavour).items()),
-            "notes": [EMULATION_NOTE] if scn.emulated_pmem else [],
+            "notes": ([EMULATION_NOTE] if scn.emulated_pmem else []) + space.fix_notes,
+            "default_fixes": dict(space.default_fixes),
         }
         ctx = CollectContext(scn, evaluator, space, rules, durability_off(scn.flavour),
-                             provenance=prov, cleanup=cleanup)
+                             provenance=prov, cleanup=cleanup,
+                             default=TrialConfig(params=dict(space.default_fixes)))
         if group is not None:
             ctx.peak_bytes = group.peak_bytes
         return ctx

@@ -67,7 +67,9 @@ def harness_space(data: surrogate.ScenarioData) -> SearchSpace:
             params.append(Param(d["name"], kind, low=d["low"], high=d["high"],
                                 log=bool(d.get("log")), init=init))
     rules = data.fixed_config("rules")
-    return SearchSpace(tuple(params), TrialConfig(), rules,
+    # the defaults as measured: with the smallest fix that holds the data, when they needed one
+    default = data.fixed_config("default") or TrialConfig()
+    return SearchSpace(tuple(params), default, rules,
                        "" if rules else "no rules-only config in the dataset", {},
                        source=data.provenance.get("space_source", "dataset provenance"))
 

@@ -44,6 +44,9 @@ class Scenario:
     data_bytes_approx: str = ""
     repeats: int = 3
     workload_class: str = "oltp-write"
+    # What a seed paper measured for this medium against the other (direction and section),
+    # and whether the screens here reproduced it on emulated PMEM: written once measured.
+    seed_direction: str = ""
 
     @property
     def memory_bytes(self) -> int:

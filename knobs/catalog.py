@@ -99,6 +99,10 @@ class Knob:
     curated: bool = True  # False: known from the server's own list only (not judged, not tuned)
     source: str = "manual"  # where the facts come from: "manual" or "pg_settings of ... 18.6"
     deprecated: str | None = None  # the release that deprecated it (reference lists only)
+    # The range worth searching inside [min, max], in base units, and why (the manual's sane
+    # values): () = the legal range, narrowed by the hardware only.
+    tune_range: tuple = ()
+    tune_reason: str = ""
 
     @property
     def tunable(self) -> bool:
@@ -649,7 +653,23 @@ def build_knob(engine: str, flavour: str, entry: dict, version: str | None) -> K
         raise CatalogDataError(f"{flavour} catalog: {entry['name']} has risky values, no reason")
     if any(knob.same(s, default) for s in samples):
         raise CatalogDataError(f"{flavour} catalog: {entry['name']} sample equals the default")
-    return replace(knob, default=default, samples=samples, risky_values=risky, auto_values=auto)
+    return replace(knob, default=default, samples=samples, risky_values=risky, auto_values=auto,
+                   **tune_range(knob, entry, flavour))
+
+
+def tune_range(knob: Knob, entry: dict, flavour: str) -> dict[str, Any]:
+    """The entry's ``tune_range`` in the knob's base units (sizes may be written 4K, 64M)."""
+    raw = entry.get("tune_range")
+    if not raw:
+        return {}
+    try:
+        low, high = (knob.coerce(v) for v in raw)
+    except UsageError as e:
+        raise CatalogDataError(f"{flavour} catalog, {entry['name']}: tune_range: {e}") from None
+    if high <= low or not entry.get("tune_reason"):
+        raise CatalogDataError(f"{flavour} catalog, {entry['name']}: tune_range needs low < "
+                               "high and a tune_reason")
+    return {"tune_range": (low, high), "tune_reason": entry["tune_reason"]}
 
 
 def risky_settings(find: Any, values: dict[str, Any]) -> list[tuple[str, Knob]]:

@@ -449,6 +449,14 @@ class Engine(ABC):
         what was found or why not, how to get it or a better one). None: the engine is listed
         as "engine NAME" with its ``binary_status``."""
         return None
+    def data_bounds(self, workload: Any, scale: int, catalog: Catalog,
+                    budget_bytes: int | None = None) -> list[Any]:
+        """What ``workload`` at ``scale`` within ``budget_bytes`` demands of any config that
+        is to run it, as ``tuner.feasible.DataBound`` (knob, low/high in the catalog's unit,
+        reason): an arena that must hold the data, an allocation unit no larger than the
+        records, a buffer cap that the budget holds. Every search space and both baselines
+        stay inside them. Default: none (a cache only caches)."""
+        return []
 
 
 # -- finding an engine by name (the registry answers; the generic layers ask) ---------------

@@ -51,6 +51,10 @@ def failure_lines(summary: dict[str, Any]) -> list[str]:
         if f.get("round"):
             where += f", round {f['round']}"
         out.append(f"failed run, {f['phase']}, {where}: {f.get('reason') or 'no reason given'}")
+    skipped = summary.get("points_over_budget")
+    if skipped:
+        out.append(f"{skipped} sampled config(s) over the memory budget were not run and not "
+                   "counted (the sampler was asked again)")
     return out
 
 

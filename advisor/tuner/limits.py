@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from pmem_advisor.tuner.feasible import DataBound
 
 # Base units a catalog may give a size knob, in bytes (PostgreSQL's 8kB pages, kB, MB).
 UNIT_BYTES = {None: 1, "": 1, "B": 1, "kB": 1024, "8kB": 8192, "MB": 1 << 20}
@@ -44,10 +46,14 @@ class Limits:
     # Room for one global buffer (shared_buffers, the buffer pool) once the production
     # connections' worst-case memory is set aside; None = not known (3/4 of the budget).
     shared_room_bytes: int | None = None
+    # What the loaded data demands (tuner/feasible.py): knob -> bound, applied after every
+    # other range, the baselines' anchors included.
+    data_bounds: dict[str, DataBound] = field(default_factory=dict)
 
     @classmethod
     def for_host(cls, memory_bytes: int | None = None, data_path: str | None = None,
-                 shared_room_bytes: int | None = None) -> Limits:
+                 shared_room_bytes: int | None = None,
+                 data_bounds: dict[str, DataBound] | None = None) -> Limits:
         mem = memory_bytes or _host_memory()
         free = None
         if data_path:
@@ -55,7 +61,7 @@ class Limits:
             while probe and not os.path.exists(probe):  # the data dir may not exist yet
                 probe = os.path.dirname(probe.rstrip("/")) or "/"
             free = shutil.disk_usage(probe).free
-        return cls(mem, free, shared_room_bytes)
+        return cls(mem, free, shared_room_bytes, dict(data_bounds or {}))
 
     def floor(self, spec: Any) -> float | None:
         """The smallest value worth searching: a memory knob far below its default only

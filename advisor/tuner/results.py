@@ -23,6 +23,7 @@ from pmem_advisor.tuner.study import (
     INTERRUPTED_ATTR,
     META_ATTR,
     METRIC_ATTRS,
+    OVER_BUDGET_ATTR,
     REMEASURE_ATTR,
     ROLE_ATTR,
     SPACE_ATTR,
@@ -264,6 +265,8 @@ def summarize(study: optuna.Study) -> dict[str, Any]:
         "runs_failed": len(fails),
         "trials_infeasible": sum(measured(t) is not None and not feasible(t, slo)
                                  for t in trials),
+        "points_over_budget": sum(bool(t.user_attrs.get(OVER_BUDGET_ATTR))
+                                  for t in study.get_trials(deepcopy=False)),
         "verdict": verdict,
         "best": entries.get(emit) if emit else None,
         "tuned": entries.get("tuned"),

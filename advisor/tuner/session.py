@@ -401,6 +401,28 @@ def shared_room(engine: str, binary: Any, catalog: Any, settings: dict[str, Any]
                - est.background_bytes)
 
 
+def data_limits(engine: Any, workload: Any, scale: int, catalog: Any, specs: dict[str, Any],
+                limits: Limits, rule_bounds: dict[str, Any], *, binary: Any,
+                budget_bytes: int) -> Limits:
+    """``limits`` with what the data at ``scale`` demands (``Engine.data_bounds``); a bound
+    the engine's version cannot take, or a scale no config within the budget can hold, is a
+    one-line UsageError before anything is loaded."""
+    import dataclasses
+
+    from pmem_advisor.rules.model import human_bytes
+    from pmem_advisor.tuner.feasible import by_knob, check_catalog, refuse_unfit_scale
+
+    bounds = engine.data_bounds(workload, scale, catalog, budget_bytes)
+    if not bounds:
+        return limits
+    check_catalog(bounds, specs, binary.version, binary.flavour)
+    refuse_unfit_scale(lambda s: engine.data_bounds(workload, s, catalog, budget_bytes),
+                       scale, specs,
+                       limits, rule_bounds, workload=workload.name,
+                       budget=human_bytes(budget_bytes))
+    return dataclasses.replace(limits, data_bounds=by_knob(bounds))
+
+
 def memory_gate(engine: str, flavour: str, version: str, catalog: Any, base: dict[str, Any],
                 budget_bytes: int) -> Any:
     """A check that a searched config's worst-case memory (every production connection
@@ -516,16 +538,21 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
         warns.append(f"warning: the rules' own settings do not fit: {unfit}; pass "
                      "--connections (fewer) or a larger --memory")
     specs = {k.name: KnobSpec.from_knob(k) for k in catalog}
+    limits = Limits.for_host(target.memory_bytes, req.data_dir, shared_room_bytes=shared_room(
+        req.engine, binary, catalog, {s.name: s.value for s in rec.settings},
+        target.memory_bytes))
+    limits = data_limits(engine, workload, scale, catalog, specs, limits,
+                         rec.bounds if req.use_rules else {}, binary=binary,
+                         budget_bytes=target.memory_bytes)
     space = build_space(
         specs, engine=req.engine, flavour=binary.flavour, version=binary.version,
         important=list(rec.important), bounds=rec.bounds, priors=rec.priors,
         rule_settings={s.name: s.value for s in rec.settings},
         reasons={s.name: f"{s.rule}: {s.reason}" for s in rec.settings},
         extra_knobs=req.knobs, allow_unsafe=req.allow_unsafe, use_rules=req.use_rules,
-        limits=Limits.for_host(target.memory_bytes, req.data_dir, shared_room_bytes=shared_room(
-            req.engine, binary, catalog, {s.name: s.value for s in rec.settings},
-            target.memory_bytes)),
+        limits=limits,
     )
+    notes += space.fix_notes
     cgroup, enforced = memory_cgroup(req.memory_bytes)
     target.notes.append(enforced)
     meta = {"engine": req.engine, "flavour": binary.flavour, "version": binary.version,

@@ -22,7 +22,7 @@ from optuna.distributions import (
 
 from pmem_advisor.engines import api
 from pmem_advisor.errors import UnknownKnobError, UsageError
-from pmem_advisor.tuner.limits import UNIT_BYTES, Limits
+from pmem_advisor.tuner.limits import LOW_SPAN, UNIT_BYTES, Limits
 
 NUMERIC_TYPES = {"int", "size", "duration", "real"}
 TUNABLE_TYPES = NUMERIC_TYPES | {"bool", "enum"}
@@ -52,6 +52,7 @@ class KnobSpec:
     risky_values: list[Any] = field(default_factory=list)
     build_values: list[Any] = field(default_factory=list)
     auto_values: list[Any] = field(default_factory=list)  # -1 = "derive it": not a point
+    tune_range: tuple | None = None  # the manual's sane range (catalog ``tune_range``)
 
     @classmethod
     def from_knob(cls, knob: Any) -> KnobSpec:
@@ -70,6 +71,7 @@ class KnobSpec:
             risky_values=list(getattr(knob, "risky_values", ()) or ()),
             build_values=list(getattr(knob, "build_values", ()) or ()),
             auto_values=list(getattr(knob, "auto_values", ()) or ()),
+            tune_range=tuple(getattr(knob, "tune_range", ()) or ()) or None,
         )
 
 
@@ -86,7 +88,7 @@ class SpaceKnob:
     choices: list[Any] | None = None
     log: bool = False
     step: float | None = None
-    source: str = "catalog"  # catalog | hardware | rules
+    source: str = "catalog"  # catalog | hardware | manual | rules | data
     unit_bytes: int | None = None  # size knobs: bytes per unit, for readable values
 
     def snap(self, value: Any) -> Any:
@@ -136,6 +138,10 @@ class SearchSpace:
     default_params: dict[str, Any] = field(default_factory=dict)
     rules_params: dict[str, Any] | None = None  # None with --no-rules
     reasons: dict[str, str] = field(default_factory=dict)  # knob -> the rule's reason
+    # The defaults baseline's smallest change that makes it hold the data (tuner/feasible.py):
+    # empty when the server's defaults can run the workload as they are.
+    default_fixes: dict[str, Any] = field(default_factory=dict)
+    fix_notes: list[str] = field(default_factory=list)
 
     @property
     def reinit_knobs(self) -> list[SpaceKnob]:
@@ -212,6 +218,11 @@ def _numeric_range(spec: KnobSpec, bound: Any, anchors: list[Any],
     floor = limits.floor(spec) if limits is not None else None
     if floor is not None and lo is not None and floor > lo:
         lo = floor
+    if spec.tune_range:  # the manual's sane range: a legal 4 GB block is no config to run
+        if lo is None or spec.tune_range[0] > lo:
+            lo = spec.tune_range[0]
+        if hi is None or spec.tune_range[1] < hi:
+            hi, source = spec.tune_range[1], "manual"
     if isinstance(bound, tuple) and len(bound) == 2:  # a rule bound; None = keep the above
         lo = bound[0] if bound[0] is not None else lo
         hi = bound[1] if bound[1] is not None else hi
@@ -228,6 +239,17 @@ def _numeric_range(spec: KnobSpec, bound: Any, anchors: list[Any],
             lo += 1
     if spec.max is not None:
         hi = min(hi, spec.max)
+    data = limits.data_bounds.get(spec.name) if limits is not None else None
+    if data is not None:  # the data's demands win over anchors: a default that cannot hold
+        if data.low is not None and data.low > lo:  # the data is fixed, not searched
+            lo, source = data.low, "data"
+        if data.high is not None and data.high < hi:
+            hi, source = data.high, "data"
+            if lo > hi:  # a floor from a host-derived default (80% of RAM / 16): not the
+                lo = max(spec.min or 0, data.low or 0, hi / LOW_SPAN)  # data's demand
+        if lo > hi:
+            raise UsageError(f"knob {spec.name}: no value fits both the data ({data.reason}) "
+                             f"and the budget (at most {hi:,.0f})")
     return float(lo), float(hi), source
 
 
@@ -350,6 +372,7 @@ def build_space(
     reinit = {n for n in outside if n in specs and specs[n].scope == "reinit"}
     space.base = {n: v for n, v in outside.items() if n not in reinit}
     space.base_init = {n: v for n, v in outside.items() if n in reinit}
+    _apply_data_bounds(space, specs, limits)
     space.default_params = {
         k.name: k.coerce(k.default if k.default is not None else _middle(k)) for k in knobs
     }
@@ -360,6 +383,24 @@ def build_space(
             for k in knobs
         }
     return space
+
+
+def _apply_data_bounds(space: SearchSpace, specs: dict[str, KnobSpec], limits: Limits) -> None:
+    """The data's bounds on knobs outside the space too: a rule setting is moved into them,
+    and the defaults baseline gets the smallest change that makes it hold the data (also in
+    the base of every searched config, which would otherwise run the failing default)."""
+    from pmem_advisor.tuner.feasible import baseline_fixes
+
+    bounds = [b for b in limits.data_bounds.values() if b.knob in specs]
+    for b in bounds:
+        if b.knob in space.base:
+            space.base[b.knob] = b.clamp(space.base[b.knob])
+    fixes, notes = baseline_fixes(bounds, {b.knob: specs[b.knob].default for b in bounds})
+    space.default_fixes, space.fix_notes = fixes, notes
+    in_space = {k.name for k in space.knobs}
+    for name, value in fixes.items():
+        if name not in in_space:
+            space.base.setdefault(name, value)
 
 
 def _safely_searchable(spec: KnobSpec) -> bool:

@@ -113,6 +113,11 @@ TIMING_ATTR = "pmem_advisor.timing"  # trials per hour, pruning savings, time to
 WORKER_ATTR = "worker"
 RETRY_ATTR = "retry_of"  # a dead worker's trial, queued again with the same params
 WORKER_STARTED_ATTR = "worker_started"  # the worker process's start time (pid reuse check)
+# A sampled search config whose worst-case memory exceeds the production budget: not run and
+# not counted (a SURPLUS trial with this reason); the sampler is asked again, at most
+# MAX_RESAMPLES times in a row, after which the point runs as a counted "not run" failure.
+OVER_BUDGET_ATTR = "over_budget"
+MAX_RESAMPLES = 50
 
 SLO_CONSTRAINT = "latency_p95_over_slo_ms"
 METRIC_ATTRS = {"throughput": "throughput_tps", "p95": "latency_p95_ms", "p99": "latency_p99_ms"}

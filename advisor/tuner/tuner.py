@@ -24,7 +24,9 @@ from pmem_advisor.tuner.study import (
     CONFIG_ATTR,
     FAILURE_ATTR,
     INTERRUPTED_ATTR,
+    MAX_RESAMPLES,
     MEASURED_STEP,
+    OVER_BUDGET_ATTR,
     RETRY_ATTR,
     ROLE_ATTR,
     SLO_CONSTRAINT,
@@ -92,9 +94,10 @@ class Observer:
 
 
 def trial_config(space: SearchSpace, params: dict[str, Any], role: str) -> TrialConfig:
-    """The config a trial runs: nothing for the defaults; rule base settings + params else."""
+    """The config a trial runs: nothing for the defaults (but the smallest change that makes
+    them hold the data, when they cannot); rule base settings + params else."""
     if role == "default":
-        return TrialConfig()
+        return TrialConfig(params=dict(space.default_fixes))
     runtime, init = space.split(params, snap=role == "search")
     # Init values equal to the server default share the defaults' golden copy.
     defaults = {k.name: k.default for k in space.reinit_knobs}
@@ -263,6 +266,10 @@ class Tuner:
             trial = self.study.ask(self._dists)
         role = trial.user_attrs.get(ROLE_ATTR) or "search"
         surplus = self._surplus(trial.number, role)
+        over = self._over_budget(trial, role)
+        if over:
+            trial.set_user_attr(OVER_BUDGET_ATTR, over)
+            surplus = f"not run: {over}; the sampler was asked again"
         if surplus:
             trial.set_user_attr(SURPLUS_ATTR, surplus)
             trial.set_user_attr(ROLE_ATTR, role)
@@ -280,6 +287,7 @@ class Tuner:
                 unfit = (self.options.memory_gate(config.params)
                          if role == "search" and self.options.memory_gate else None)
                 pruned: list[str] = []
+                self._resamples = 0
                 m = (Measurement(ok=False, failure=f"not run: {unfit}") if unfit
                      else self._evaluate(trial, role, config, pruned))
                 took = time.monotonic() - began
@@ -318,6 +326,18 @@ class Tuner:
             return self.evaluator.evaluate(config)
         finally:
             self.evaluator.on_interim = None
+
+    def _over_budget(self, trial: optuna.Trial, role: str) -> str | None:
+        """Why a sampled search config is not worth a trial (over the memory budget), while
+        the sampler may still be asked again; None to run it."""
+        if role != "search" or not self.options.memory_gate:
+            return None
+        if getattr(self, "_resamples", 0) >= MAX_RESAMPLES:
+            return None  # the space is mostly over budget: run it, as a counted failure
+        unfit = self.options.memory_gate(trial_config(self.space, trial.params, role).params)
+        if unfit:
+            self._resamples = getattr(self, "_resamples", 0) + 1
+        return unfit
 
     def _fail_interrupted(self, trial: optuna.Trial, role: str, e: BaseException) -> None:
         """Fail a trial the run stopped before telling (the reason kept, so summary "failures"

@@ -132,3 +132,14 @@ def test_a_resumed_dataset_keeps_its_rules_and_space(tmp_path):
     assert prov["space"][0]["high"] == 100 and prov["space_now"][0]["high"] == 200
     assert any("rules-only config changed" in s for s in logged)
     assert any("space changed" in s for s in logged)
+
+
+def test_provenance_says_when_the_machine_was_busy(monkeypatch):
+    from benchmarks.collect import load_note
+
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    quiet = load_note([{"loadavg_before": [1.5, 1, 1]}, {"loadavg_before": [3.9, 1, 1]}])
+    assert quiet == "1-minute load average 1.5-3.9 on 2 cores"
+    busy = load_note([{"loadavg_before": [12.0, 1, 1]}, {"loadavg_before": [19.5, 1, 1]}])
+    assert "12.0-19.5 on 2 cores" in busy and "busy with other work" in busy
+    assert load_note([]) is None

@@ -47,12 +47,17 @@ def physical_cores_near(f: Facts) -> int:
 
 def memory_limit(f: Facts, threads: int) -> int:
     """90% of the budget less the engine's terms outside memory_limit, whole MiB."""
+    return limit_for_budget(f.memory_bytes, threads)
+
+
+def limit_for_budget(budget_bytes: int, threads: int) -> int:
+    """The largest memory_limit whose worst case fits ``budget_bytes`` (see memory_limit)."""
     flush = 128 * MB  # allocator_flush_threshold's default
     rest = PROCESS_BASE + threads * PER_THREAD + flush
-    fit = int(f.memory_bytes * BUDGET_SHARE) - rest
+    fit = int(budget_bytes * BUDGET_SHARE) - rest
     # never above DuckDB's own 80% share, now of the real budget: some operations bypass the
     # buffer manager (DuckDB's out-of-memory guide), so the rest needs room
-    return max(64 * MB, min(fit, int(f.memory_bytes * DUCKDB_SHARE)) // MB * MB)
+    return max(64 * MB, min(fit, int(budget_bytes * DUCKDB_SHARE)) // MB * MB)
 
 
 class DuckDBBaseline(Rule):

@@ -19,7 +19,14 @@ import jsonschema
 import yaml
 
 from pmem_advisor.errors import UsageError
-from pmem_advisor.knobs.catalog import DATA, Catalog, CatalogDataError, Knob, catalog_schema
+from pmem_advisor.knobs.catalog import (
+    DATA,
+    Catalog,
+    CatalogDataError,
+    Knob,
+    catalog_schema,
+    tune_range,
+)
 from pmem_advisor.knobs.version import parse_version
 
 CATALOG_FILE = DATA / "duckdb.yaml"
@@ -191,7 +198,8 @@ def _build(entry: dict) -> DuckKnob:
         raise CatalogDataError(f"duckdb catalog, {entry['name']}: {e}") from None
     if risky and not knob.safety_reason:
         raise CatalogDataError(f"duckdb catalog: {knob.name} has risky values, no reason")
-    return replace(knob, default=default, samples=samples, risky_values=risky)
+    return replace(knob, default=default, samples=samples, risky_values=risky,
+                   **tune_range(knob, entry, "duckdb"))
 
 
 def load_duckdb_catalog(version: str | None = None) -> Catalog:

@@ -116,6 +116,22 @@ class DuckDBEngine(Engine):
                  f"lowered from {gib(limit)} so the worst case fits the {gib(budget_bytes)} "
                  "budget")
 
+    def data_bounds(self, workload: Any, scale: int, catalog: Any,
+                    budget_bytes: int | None = None) -> list[Any]:
+        """memory_limit within the budget: DuckDB's own default is 80% of the host's RAM,
+        which a process held to a smaller budget outgrows (killed, not spilled)."""
+        from pmem_advisor.engines.duckdb.baseline import limit_for_budget
+        from pmem_advisor.rules.model import human_bytes
+        from pmem_advisor.tuner.feasible import DataBound
+
+        if not budget_bytes:
+            return []
+        threads = int(catalog.get("threads").default or 1)
+        return [DataBound("memory_limit", high=limit_for_budget(budget_bytes, threads),
+                          reason=f"DuckDB's buffer manager within the {human_bytes(budget_bytes)}"
+                                 " budget, with room for what it allocates outside it (its "
+                                 "default, 80% of the host's RAM, is killed, not spilled)")]
+
     # -- running it ----------------------------------------------------------------------
     def binary_version(self, path: Path | None) -> str:
         from importlib import metadata

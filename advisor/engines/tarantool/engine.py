@@ -99,6 +99,33 @@ class TarantoolEngine(ServerEngine):
         """Lower memtx_memory (the only big quota) until the worst case fits."""
         fit_memtx(self, rec, view, budget_bytes)
 
+    def data_bounds(self, workload: Any, scale: int, catalog: Any,
+                    budget_bytes: int | None = None) -> list[Any]:
+        """memtx holds every tuple: the arena must hold the data (else Tarantool cannot even
+        recover the golden copy: "Failed to allocate ... in slab allocator"); the smallest
+        allocation unit must not exceed the workload's tuples (each tuple takes a whole unit:
+        336K for a 1 KB record multiplies the data 300-fold)."""
+        from pmem_advisor.engines.tarantool.baseline import ARENA_BASE, ARENA_SLACK, arena_for_data
+        from pmem_advisor.rules.model import human_bytes
+        from pmem_advisor.tuner.feasible import DataBound
+
+        out = []
+        data = workload.data_bytes(scale)
+        if data:
+            out.append(DataBound(
+                "memtx_memory", low=arena_for_data(data),
+                reason=f"memtx keeps every tuple in RAM: ~{human_bytes(data)} of tuples and "
+                       f"indexes at scale {scale}, +{ARENA_SLACK - 1:.0%} for slab rounding and "
+                       f"what a checkpoint holds, +{human_bytes(ARENA_BASE)} for the system "
+                       "spaces"))
+        record = getattr(workload, "record_bytes", None)
+        if record:
+            out.append(DataBound(
+                "memtx_min_tuple_size", high=record,
+                reason=f"the smallest allocation unit at most the workload's tuples "
+                       f"(~{record} B): every tuple takes at least one unit"))
+        return out
+
     def apply_lines(self, path: str, settings: Mapping[str, str], restart: list[str],
                     flavour: str | None = None) -> list[str]:
         """How a DBA deploys the tuned file (for tune's report)."""

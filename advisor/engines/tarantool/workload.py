@@ -75,6 +75,7 @@ class TarantoolYcsb(Workload):
     default_scale = 10
     scale_help = "thousands of 1 KB records"
     bytes_per_scale = RECORDS_PER_SCALE * 1100  # 1 KB of fields + key, tuple and index overhead
+    record_bytes = 1024  # one tuple as memtx stores it (space:bsize() / len() on 2.6.0)
     read_share = 0.95
 
     def load(self, conn: ConnInfo, scale: int) -> None:

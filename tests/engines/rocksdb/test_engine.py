@@ -103,3 +103,12 @@ def test_evaluator_reports_db_bench_reason(monkeypatch):
     with ev:
         m = ev.evaluate(TrialConfig({"max_subcompactions": 2}))
     assert not m.ok and "max_subcompactions" in m.failure and "Unable to load" in m.failure
+
+
+def test_a_killed_db_bench_says_so_not_its_last_progress_line():
+    from pmem_advisor.engines.rocksdb.bench import _why
+
+    out = "... finished 400000 ops\n... finished 500000 ops\n"
+    assert "killed by signal 9" in _why(-9, out) and "500000" not in _why(-9, out)
+    assert "did not finish within 70 s" in _why(-9, out + "db_bench did not finish within "
+                                                       "70 s (killed)")

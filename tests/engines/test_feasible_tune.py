@@ -1,0 +1,74 @@
+"""`tune rocksdb|duckdb|tarantool` with 4 trials on /dev/shm and on disk: every baseline and
+every search trial completes (tiny data, short runs). Tarantool's data is larger than its
+default 256 MiB arena, so its defaults baseline runs with the smallest arena that holds it,
+and says so; DuckDB's default memory_limit (80% of the host) is brought within the budget."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pmem_advisor.engines.registry import get_engine
+from pmem_advisor.errors import EnvironmentProblem
+
+pytestmark = [pytest.mark.server, pytest.mark.slow]
+
+CASES = {  # engine: (workload, scale, the baseline fix the defaults need, or None)
+    "rocksdb": ("ycsb-b", 2, None),
+    "duckdb": ("olap-tpch-lite", 1, "memory_limit"),
+    "tarantool": ("ycsb-b", 160, "memtx_memory"),  # ~176 MB of tuples: 256 MiB cannot hold it
+}
+
+
+def _runs_here(engine: str) -> str | None:
+    try:
+        get_engine(engine).find_binary()
+    except EnvironmentProblem as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize("where", ["/dev/shm", "/var/tmp"])
+@pytest.mark.parametrize("engine", sorted(CASES))
+def test_every_trial_completes(run_cli, tmp_path, engine, where):
+    missing = _runs_here(engine)
+    if missing:
+        pytest.skip(missing)
+    workload, scale, fix = CASES[engine]
+    base = Path(tempfile.mkdtemp(prefix=f"feasible-{engine}-", dir=where))
+    base.chmod(0o711)  # the unprivileged server user must reach the data directory
+    out = tmp_path / "out"
+    try:
+        code, _, stderr = run_cli(
+            "tune", engine, "--workload", workload, "--trials", "4", "--duration", "1",
+            "--warmup", "0.2", "--clients", "2", "--scale", str(scale), "--memory", "1G",
+            "--repeats", "0", "--seed", "1", "--data-dir", str(base / "data"),
+            "--out", str(out))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert code == 0, stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["failures"] == [], summary["failures"]
+    assert summary["trials_completed"] == 4, stderr
+    if fix:
+        assert f"defaults baseline: {fix}" in stderr  # said where the user reads it
+        assert any(f"defaults baseline: {fix}" in n for n in summary["meta"]["data_notes"])
+
+
+def test_a_scale_beyond_the_budget_is_refused_before_loading(run_cli, tmp_path):
+    missing = _runs_here("tarantool")
+    if missing:
+        pytest.skip(missing)
+    code, _, stderr = run_cli(
+        "tune", "tarantool", "--workload", "ycsb-b", "--trials", "4", "--scale", "5000",
+        "--memory", "1G", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "o"))
+    assert code == 2
+    line = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert any("scale 5000" in ln and "memtx_memory" in ln and "--scale " in ln
+               for ln in line), stderr
+    assert "Traceback" not in stderr
+    assert not (tmp_path / "data").exists() or not any((tmp_path / "data").iterdir())
