@@ -26,7 +26,7 @@ from pmem_advisor.cli.recommend import (
     parse_memory,
     split_engine,
 )
-from pmem_advisor.engines.registry import engine_help
+from pmem_advisor.engines.registry import engine_help, get_engine
 from pmem_advisor.errors import EXIT_FINDINGS, EnvironmentProblem, InputError, UsageError
 from pmem_advisor.instances.live import is_local, read_server, server_binding
 
@@ -61,8 +61,6 @@ def read_config(path: str, engine: str, flavour: str | None, version: str | None
     flavour is refused with one line (exit 2)."""
     kind, groups = sniff_config(path)  # also refuses missing, non-regular and binary files
     if engine not in ("postgres", "mysql"):  # every other engine parses its own format
-        from pmem_advisor.engines.registry import get_engine
-
         eng = get_engine(engine)
         settings = eng.read_config_file(path)
         _check_values(eng, settings, flavour, version, path)
@@ -165,8 +163,6 @@ def junit(findings, fail_on: str, *, name: str = "pmem-advisor check",
 def server_diff(rec, settings: dict, catalog, flavour: str, version: str | None) -> list[dict]:
     """What ``recommend`` would change on the running server, with the statement that sets it
     and whether a restart is needed (the catalog's scope)."""
-    from pmem_advisor.engines.api import get_engine
-
     rows = []
     for s in rec.settings:
         if catalog is None or s.name not in catalog:
@@ -285,7 +281,12 @@ def check_cmd(
     if len(classes) > 1:
         raise UsageError(f"--medium {' and '.join(classes)}: give the data medium once")
     prof = _profile(t, profile, root, [m for m in medium or [] if "=" in m], no_measure, notes)
+    # the target build's features (lz4) from the server installed here, as recommend reads
+    # them; another host's (--profile/--root) build is not this host's: unknown there
+    features = (get_engine(t.engine).build_features(t.flavour, t.version)
+                if t.engine and profile is None and root is None else frozenset())
     facts = build_facts(prof, engine=t.engine, flavour=t.flavour, version=t.version,
+                        features=features,
                         data_dir=t.data_dir, wal_dir=t.wal_dir, root=root, workload=workload,
                         memory_bytes=memory_bytes, cpus=cpus, clients=clients,
                         allow_unsafe=allow_unsafe,
@@ -401,8 +402,6 @@ def _use_config(t: CheckTarget, config: str, notes: list[str], *,
 
 
 def _advice_only(engine: str) -> bool:
-    from pmem_advisor.engines.registry import get_engine
-
     return get_engine(engine).kind == "advice"
 
 
