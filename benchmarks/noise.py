@@ -87,7 +87,7 @@ def open_demo(log: Callable[[str], None], memory: str | None = None
 
     from pmem_advisor.engines.registry import get_engine
     from pmem_advisor.tuner.session import TuneRequest
-    from pmem_advisor.workloads import get_workload
+    from pmem_advisor.workloads.registry import get_workload
 
     base = "/dev/shm" if os.path.isdir("/dev/shm") else None
     root = Path(tempfile.mkdtemp(prefix="pmem-noise-demo-", dir=base))

@@ -11,7 +11,6 @@ from pmem_advisor.cli.output import (
     EMULATION_NOTE,
     chosen_format,
     console,
-    escape,
     format_option,
     print_json,
     print_table,
@@ -56,8 +55,8 @@ def list_cmd(
         print_json(rows, "pmem-advisor.workloads/1", key="workloads")
         return
     print_table(("name", "engines", "kind", "scale", "options"),
-                [[escape(c) for c in (r["name"], "/".join(r["engines"]), r["kind"], r["scale"],
-                                      ", ".join(r["options"]) or "-")] for r in rows],
+                [[r["name"], "/".join(r["engines"]), r["kind"], r["scale"],
+                  ", ".join(r["options"]) or "-"] for r in rows],
                 title="pmem-advisor workloads", fmt=fmt)
 
 
