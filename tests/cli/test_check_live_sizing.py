@@ -71,3 +71,20 @@ def test_mariadb_pool_is_judged_against_its_data(run_cli):
         assert not flagged, flagged
     else:
         assert flagged and "InnoDB data" in flagged[0]["message"]
+
+
+@needs_pg
+def test_diff_reads_the_servers_build_for_lz4(run_cli):
+    """check --diff proposes what recommend would for the same build: lz4 where the installed
+    server was built with it (Debian's 15 is), never pglz for want of looking."""
+    from pmem_advisor.engines.registry import get_engine
+
+    version = _pg_setting("server_version").split()[0]
+    if "lz4" not in get_engine("postgres").build_features("postgresql", version):
+        pytest.skip(f"the installed PostgreSQL {version} has no lz4 build to read")
+    data = _check(run_cli, "--dsn", PG_DSN, "--diff", "--cpus", "8")  # wal_compression at >= 4
+    rows = {r["name"]: r for r in data["diff"]}
+    if _pg_setting("wal_compression") == "lz4":
+        assert "wal_compression" not in rows
+    else:
+        assert rows["wal_compression"]["recommended"] == "lz4", rows.get("wal_compression")
