@@ -42,7 +42,10 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from pmem_advisor.errors import UsageError, as_error
+from pmem_advisor.errors import EnvironmentProblem, UsageError, as_error
+
+# The root of what the tool keeps between runs (binary cache, work and state directories).
+CACHE_ROOT = Path(os.environ.get("PMEM_ADVISOR_CACHE", "/var/tmp/pmem-advisor"))
 
 _MAX_BACKUPS = 1000
 MAX_LINK_HOPS = 40  # the kernel's own limit (MAXSYMLINKS)
@@ -459,9 +462,6 @@ def trusted_state_dir(name: str = "state") -> Path:
     """``<cache>/<name>`` (default /var/tmp/pmem-advisor/state), created 700 and owned by us,
     or refused (UntrustedPath, exit 3) when another user could write it or a parent: for
     files the tool reads back (caches), written with ``write_file_safely(backup=False)``."""
-    from pmem_advisor.instances.privileges import CACHE_ROOT
-    from pmem_advisor.instances.trust import trusted_dir
-
     return trusted_dir(CACHE_ROOT / name, f"{name} directory", mode=0o700)
 
 
@@ -482,3 +482,111 @@ def ensure_dir(path: str | Path, mode: int = 0o755) -> Path:
     except OSError as e:
         raise as_error(e, path, "create") from None
     return path
+
+# -- the trust boundary: what we execute, read back or delete as root must be ours ------------
+# A directory is *trusted* when it and every parent up to the first root-owned one are owned by
+# us (or root) and writable by nobody else; that root-owned parent may be world-writable only
+# with the sticky bit (/tmp, /var/tmp), which stops others renaming our entries (ssh's rule for
+# ~/.ssh). Here beside the descriptor walkers, so every path helper sits below instances/.
+class UntrustedPath(EnvironmentProblem):
+    """A directory or file another user could have written: we refuse to use it."""
+
+
+def _me() -> str:
+    return who(os.geteuid())
+
+
+def _owner_ok(st: os.stat_result) -> bool:
+    return st.st_uid in (os.geteuid(), 0)
+
+
+def why_untrusted(path: str | Path) -> str | None:
+    """Why ``path`` (an existing file or directory) is not safe to rely on, or None.
+
+    ``path`` itself must not be a symlink; it and each parent up to the first root-owned one
+    must be owned by us or root and not writable by group/others (that last root-owned parent
+    may be, with the sticky bit)."""
+    path = Path(os.path.abspath(path))
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return f"{path} does not exist"
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symbolic link"
+    for p in path.parents:  # a link on the way must be ours too: another user could swap it
+        lst = os.lstat(p)
+        if stat.S_ISLNK(lst.st_mode) and not _owner_ok(lst):
+            return f"{p} is a symbolic link owned by {who(lst.st_uid)}"
+    real = Path(os.path.realpath(path))
+    for p in [real, *real.parents]:
+        st = os.stat(p)
+        if not _owner_ok(st):
+            return f"{p} is owned by {who(st.st_uid)}, not by {_me()}"
+        writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        if st.st_uid == 0 and p != real:
+            if writable and not st.st_mode & stat.S_ISVTX:
+                return f"{p} is writable by others without the sticky bit"
+            return None
+        if writable:
+            return f"{p} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _fix(path: Path, reason: str) -> str:
+    if "owned by" in reason or "symbolic link" in reason:
+        return (f"remove it (rm -rf {path}) if you did not create it, or point "
+                "PMEM_ADVISOR_CACHE / PMEM_ADVISOR_STATE_DIR / PMEM_ADVISOR_WORKDIR elsewhere")
+    return f"chmod go-w {path}"
+
+
+def require_trusted(path: str | Path, what: str) -> Path:
+    """``path`` if trusted, else UntrustedPath naming the path and the fix."""
+    path = Path(os.path.abspath(path))
+    reason = why_untrusted(path)
+    if reason:
+        bad = Path(reason.split(" ", 1)[0]) if reason.startswith("/") else path
+        raise UntrustedPath(f"refusing to use the {what} {path}: {reason}", hint=_fix(bad, reason))
+    return path
+
+
+def trusted_dir(path: str | Path, what: str, *, mode: int = 0o755) -> Path:
+    """Create ``path`` (and missing parents) owned by us with ``mode``, or check the existing
+    one; UntrustedPath when it is not a directory or another user could write it or one of
+    its parents. Only directories this call made get a mode (fileio.open_dir sets it with
+    ``fchmod`` on what it created): an existing one is used as it is or refused, never
+    chmod-ed, so a variable pointing at /etc/passwd changes nothing."""
+    path = Path(os.path.abspath(path))
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise as_error(e, path, "use") from None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
+        raise UntrustedPath(f"refusing to use the {what} {path}: it is {kind}",
+                            hint=_fix(path, "symbolic link"))
+    if st is None:
+        try:
+            os.close(open_dir(path, create=True, mode=mode))
+        except UsageError as e:
+            raise UntrustedPath(f"refusing to use the {what} {path}: {e.message}") from None
+        except OSError as e:
+            raise as_error(e, path, "create") from None
+    return require_trusted(path, what)
+
+
+def why_untrusted_tree(root: str | Path) -> str | None:
+    """Like why_untrusted, for every entry below ``root`` too (a binary cache)."""
+    reason = why_untrusted(root)
+    if reason:
+        return reason
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs + files:
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            if not _owner_ok(st):
+                return f"{p} is owned by {who(st.st_uid)}"
+            if not stat.S_ISLNK(st.st_mode) and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                return f"{p} is writable by group or others"
+    return None

@@ -79,6 +79,10 @@ EXAMPLES: dict[str, list[str]] = {
     "instances reap": [
         "pmem-advisor instances reap",
     ],
+    "instances fetch-postgres": [
+        "pmem-advisor instances fetch-postgres 16",
+        "pmem-advisor instances fetch-postgres 13",
+    ],
     "workload": [
         "pmem-advisor workload list",
         "pmem-advisor workload run postgres --workload pgbench-tpcb --duration 30",

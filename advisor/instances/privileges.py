@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pmem_advisor.errors import EnvironmentProblem, UsageError
+from pmem_advisor.fileio import CACHE_ROOT  # noqa: F401 - where it was first defined
 
 SERVER_USER = os.environ.get("PMEM_ADVISOR_SERVER_USER", "pmemadv")
-CACHE_ROOT = Path(os.environ.get("PMEM_ADVISOR_CACHE", "/var/tmp/pmem-advisor"))
 
 
 @dataclass(frozen=True)

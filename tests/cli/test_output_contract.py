@@ -63,6 +63,7 @@ def INVOCATIONS(d) -> dict[tuple[str, ...], list[str]]:
         ("help",): ["check"],
         ("instances", "list"): [],
         ("instances", "reap"): [],
+        ("instances", "fetch-postgres"): ["12"],  # unsupported: its error path, no download
         ("config", "render"): ["postgres", "--set", "work_mem=8MB"],
         ("config", "parse"): [conf],
         ("config", "validate"): [str(d / "duck.sql"), "duckdb"],

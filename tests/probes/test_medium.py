@@ -326,9 +326,11 @@ def test_cli_no_measure_live(run_cli):
 def test_file_cache_between_runs(monkeypatch, tmp_path):
     """A live measurement lands in <cache>/media/media.json (0600 in a 0700 dir of ours) and the
     next process reuses it instead of measuring again."""
+    from pmem_advisor import fileio
     from pmem_advisor.instances import privileges
 
     monkeypatch.setattr(privileges, "CACHE_ROOT", tmp_path / "cache")
+    monkeypatch.setattr(fileio, "CACHE_ROOT", tmp_path / "cache")
     monkeypatch.setattr(ms, "_MEMO", {})
     monkeypatch.setattr(m, "measure", lambda path: dict(MEASURED))
     e = ms.settle(_virtio_entry(), access=SysAccess("/"), measure=True, override=None,
@@ -353,9 +355,11 @@ def test_untrusted_cache_dir_is_not_used(monkeypatch, tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o777)
     os.chmod(shared, 0o777)  # writable by everyone, no sticky bit: not ours to trust
+    from pmem_advisor import fileio
     from pmem_advisor.instances import privileges
 
     monkeypatch.setattr(privileges, "CACHE_ROOT", shared)
+    monkeypatch.setattr(fileio, "CACHE_ROOT", shared)
     assert ms.cache_file() is None
 
 

