@@ -37,12 +37,19 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
-$(VENV)/.installed: pyproject.toml setup.py $(wildcard probes/native/*.c) | $(VENV)/bin/python
-	$(PIP) install -q -e '.[dev]'
+# The editable install is "strict": a tree of links laid out as installed (pmem_advisor/...),
+# so a tool that reads the package from one folder (lint-imports, run as it is) sees what
+# Python imports. A module or data file added to a folder needs a reinstall, so the folders
+# are prerequisites: a folder's time changes when an entry is added, removed or renamed.
+SRC_DIRS := $(shell find advisor knobs probes rules workloads -type d -not -name __pycache__ 2>/dev/null)
+EDITABLE := --config-settings editable_mode=strict
+
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard probes/native/*.c) $(SRC_DIRS) | $(VENV)/bin/python
+	$(PIP) install -q $(EDITABLE) -e '.[dev]'
 	@touch $@ $(VENV)/.installed-demo
 
-$(VENV)/.installed-demo: pyproject.toml setup.py $(wildcard probes/native/*.c) | $(VENV)/bin/python
-	$(PIP) install -q -e '.[demo]'
+$(VENV)/.installed-demo: pyproject.toml setup.py $(wildcard probes/native/*.c) $(SRC_DIRS) | $(VENV)/bin/python
+	$(PIP) install -q $(EDITABLE) -e '.[demo]'
 	@touch $@
 
 venv: deps $(VENV)/.installed
