@@ -12,10 +12,10 @@ a 2 GiB production target (--memory 2G: the rules size shared_buffers to 512 MB 
 to ~0.5 GB, so a restore takes a second instead of the ~40 s a 6 GB copy took), and 20 s
 measured after a 2 s warm-up, which gave the least spread per minute of measurement (runs of
 10 s were spread 3-8 times wider on the shared machine). Up to 8 rounds: on a quiet machine
-the paired tuned/rules-only ratio varies by about 5% a round, so 5 rounds leave its 99.2%
-interval (Bonferroni over two looks and three pairs) about +-12% wide, just short of the 10%
-equivalence bound, and 8 rounds bring it to about +-7%; the verdict still stops at the third
-round when that already decides. DEMO_TRIALS / DEMO_DURATION /
+the paired tuned/rules-only ratio varies by 5-10% a round, and the verdict's interval at the
+last look (alpha split over two looks, a tenth at the early one, and the two deciding pairs:
+97.75%) then bounds the gain within the 10% equivalence bound after 8 rounds, not after 5;
+the verdict still stops at the third round when that already decides. DEMO_TRIALS / DEMO_DURATION /
 DEMO_REPEATS / DEMO_MEMORY / DEMO_OUT override the defaults.
 """
 

@@ -80,13 +80,17 @@ def method_text(summary: dict[str, Any]) -> str:
     plan = (summary.get("verdict") or {}).get("plan") or {}
     if not plan:
         return "No repeated runs: the final comparison did not run."
+    test = ("paired t-test on the per-round log ratios, intervals at the same level"
+            if plan.get("paired") else "exact permutation test (Mann-Whitney U), intervals: "
+            "bootstrap of the ratio of medians at the same level")
+    first = plan.get("alpha_first_look")
+    early = f"{first:.4f} at the early look, " if first else ""
     return (f"Runs: interleaved rounds (tuned, rules-only, defaults, repeated), at most "
-            f"{plan.get('max_rounds')}, looks after rounds {plan.get('looks')}; exact "
-            f"permutation test (Mann-Whitney U) at alpha {plan.get('alpha')} "
-            f"Bonferroni-corrected over looks x {plan.get('comparisons')} comparisons "
-            f"({plan.get('alpha_per_test', 0):.4f} per test); intervals: bootstrap of the "
-            "ratio of medians at the same level. The search's single runs are not used: the "
-            "best of many single runs is the luckiest.")
+            f"{plan.get('max_rounds')}, looks after rounds {plan.get('looks')}; {test}; "
+            f"alpha {plan.get('alpha')} Bonferroni-corrected over the looks and "
+            f"{plan.get('comparisons')} deciding comparisons ({early}"
+            f"{plan.get('alpha_per_test', 0):.4f} per test at the last). The search's single "
+            "runs are not used: the best of many single runs is the luckiest.")
 
 
 def render_markdown(summary: dict[str, Any]) -> str:

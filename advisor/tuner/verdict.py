@@ -11,10 +11,11 @@ the best (the winner's curse), so the verdict uses only fresh runs:
   pairing cancels the machine's slow changes, see stats.py); runs without rounds (tables,
   older studies) with ``stats.compare`` (exact permutation test, bootstrap interval of the
   ratio of medians);
-- the alpha is spent honestly: Bonferroni over the looks and the pairs, so the chance of
-  claiming any gain that is not there stays below ALPHA however early we stop. Two looks: the
-  third round (unpaired: the first at which n vs n runs can reach that level at all,
-  ``stats.min_p_value``), and the last; the run stops at the first look where the question
+- the alpha is spent honestly: Bonferroni over the looks and the two comparisons that decide
+  what is emitted, so the chance of claiming any gain that is not there stays below ALPHA
+  however early we stop. Two looks: the third round (unpaired: the first at which n vs n runs
+  can reach its level at all, ``stats.min_p_value``) with a tenth of the alpha, and the last
+  with the rest (``Plan``); the run stops at the first look where the question
   "which config do we emit" is answered, else after ``max_rounds`` rounds (the user's
   --repeats, plus the rounds that pruned trials paid for);
 - outcome, a decision in every case the runs allow one: "tuned is better by X% [CI]" (emit
@@ -87,7 +88,14 @@ PAIRS = (("tuned", "rules"), ("rules", "default"), ("tuned", "default"))
 
 @dataclass(frozen=True)
 class Plan:
-    """How many interleaved rounds at most, when to look, and the alpha of one test."""
+    """How many interleaved rounds at most, when to look, and the alpha of one test at each.
+
+    The alpha is split between the looks unequally, as group-sequential designs do
+    (O'Brien-Fleming's boundaries spend almost nothing early): the early look gets
+    FIRST_LOOK_SHARE of it, the last look the rest, each divided among the ``comparisons``
+    that decide what is emitted (Bonferroni: the chance of any false claim stays below
+    ``alpha``). Three rounds only ever decide a large difference, so spending half the alpha
+    there (an equal split) made the final interval about a third wider for almost nothing."""
 
     max_rounds: int
     looks: tuple[int, ...]
@@ -95,32 +103,50 @@ class Plan:
     alpha: float = ALPHA
     paired: bool = False  # the runs come in interleaved rounds: compare per round
 
+    def alpha_at(self, rounds: int | None = None) -> float:
+        """The alpha of one test at the look after ``rounds`` rounds (None: the last look)."""
+        if len(self.looks) > 1 and rounds is not None and rounds < self.looks[-1]:
+            return self.alpha * FIRST_LOOK_SHARE / self.comparisons
+        share = 1.0 - FIRST_LOOK_SHARE if len(self.looks) > 1 else 1.0
+        return self.alpha * share / self.comparisons
+
     @property
     def alpha_per_test(self) -> float:
-        return self.alpha / (len(self.looks) * self.comparisons)
+        """The last look's alpha of one test (the level every final interval is given at)."""
+        return self.alpha_at(None)
 
     def to_dict(self) -> dict[str, Any]:
         return {"max_rounds": self.max_rounds, "looks": list(self.looks),
                 "comparisons": self.comparisons, "alpha": self.alpha,
-                "alpha_per_test": self.alpha_per_test, "paired": self.paired,
-                "correction": "Bonferroni over looks x comparisons"}
+                "alpha_per_test": self.alpha_per_test,
+                "alpha_first_look": self.alpha_at(self.looks[0]) if len(self.looks) > 1
+                else None, "paired": self.paired,
+                "correction": f"Bonferroni over the looks ({FIRST_LOOK_SHARE:.0%} of alpha "
+                              "at the early look) and the comparisons that decide"}
 
 
 # Paired rounds (stats.compare_paired): the first look needs 3 rounds, the fewest at which a
 # t interval has a usable width (2 degrees of freedom).
 PAIRED_FIRST_LOOK = 3
+# The early look's share of alpha: enough to stop at round 3 on a difference several times
+# the noise, little enough that the last look's interval is barely wider than with one look.
+FIRST_LOOK_SHARE = 0.1
+# The comparisons whose outcome decides what is emitted: tuned vs rules-only (emit tuned?) and
+# rules-only vs defaults (keep the defaults?). Tuned vs defaults is reported, never acted on,
+# so it does not take a share of alpha (it is given at the same level).
+DECISION_PAIRS = (("tuned", "rules"), ("rules", "default"))
 
 
 def make_plan(max_rounds: int, roles: list[str] | tuple[str, ...], alpha: float = ALPHA,
               paired: bool = False) -> Plan:
     """Two looks when the budget allows an earlier decision, else one at the end. Unpaired,
-    the first look is the first round at which n vs n runs can reach the level at all."""
-    m = max(1, sum(a in roles and b in roles for a, b in PAIRS))
-    two = alpha / (2 * m)
+    the first look is the first round at which n vs n runs can reach its level at all."""
+    m = max(1, sum(a in roles and b in roles for a, b in DECISION_PAIRS))
+    first_alpha = alpha * FIRST_LOOK_SHARE / m
     if paired:
         first = PAIRED_FIRST_LOOK if PAIRED_FIRST_LOOK < max_rounds else None
     else:
-        first = next((n for n in range(2, max_rounds) if min_p_value(n) <= two), None)
+        first = next((n for n in range(2, max_rounds) if min_p_value(n) <= first_alpha), None)
     looks = (first, max_rounds) if first is not None else (max_rounds,)
     return Plan(max_rounds=max(1, max_rounds), looks=looks, comparisons=m, alpha=alpha,
                 paired=paired)
@@ -177,25 +203,28 @@ def runs_needed(c: dict[str, Any], bound: float = EQUIVALENCE_MAX_PCT) -> int | 
 
 def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
            higher_is_better: bool = True, seed: int = 0,
-           by_round: dict[str, dict[int, float | None]] | None = None) -> dict[str, Any]:
+           by_round: dict[str, dict[int, float | None]] | None = None,
+           look: int | None = None) -> dict[str, Any]:
     """The verdict on the runs so far (``final``: no more rounds will come).
 
     ``values``: role (tuned | rules | default) -> the objective of each successful run;
     ``by_round``: role -> round -> that run's objective (None: failed), for the paired
     comparison of interleaved rounds (``stats.compare_paired``), else runs are compared as
     independent samples (``stats.compare``).
+    ``look``: the round after which this look comes (its share of alpha; None: the last).
     Returns kind (better | worse | equivalent | inconclusive | undecided), emit (the role
     whose config is written), text (the sentence every output prints), comparisons, noise_pct.
     """
     roles = [r for r in ROLES if r in values]
+    alpha = plan.alpha_at(None if final else look)
 
     def pair(a: str, b: str) -> dict[str, Any]:
         if by_round is not None and a in by_round and b in by_round:
             common = sorted(set(by_round[a]) & set(by_round[b]))
             return compare_paired([by_round[a][r] for r in common],
-                                  [by_round[b][r] for r in common], alpha=plan.alpha_per_test,
+                                  [by_round[b][r] for r in common], alpha=alpha,
                                   higher_is_better=higher_is_better)
-        return compare(values[a], values[b], alpha=plan.alpha_per_test,
+        return compare(values[a], values[b], alpha=alpha,
                        higher_is_better=higher_is_better, seed=seed)
 
     comparisons = {f"{a}_vs_{b}": pair(a, b) for a, b in PAIRS if a in values and b in values}
@@ -203,7 +232,7 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
     spreads = [s for s in by_role.values() if s is not None]
     noise = max(spreads) if spreads else None
     noise_text = f"{noise:.1f}%" if noise is not None else "unknown"
-    conf = f"{100 * (1 - plan.alpha_per_test):.1f}% CI"
+    conf = f"{100 * (1 - alpha):.1f}% CI"
     out: dict[str, Any] = {"comparisons": comparisons, "noise_pct": noise,
                            "spread_pct": by_role,
                            "runs": {r: len(values[r]) for r in roles}, "confidence_note": conf}
@@ -234,7 +263,7 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
         need = runs_needed(main)
         n = min(len(values[candidate]), len(values[ref]))
         floor = (PAIRED_FIRST_LOOK if by_round is not None else
-                 next(k for k in range(2, 64) if min_p_value(k) <= plan.alpha_per_test))
+                 next(k for k in range(2, 64) if min_p_value(k) <= alpha))
         need = max(need or 0, floor) if need is not None or n < floor else None
         what = (f"about {need} interleaved runs per config would bound it" if need else
                 "more runs would bound it")
@@ -444,7 +473,7 @@ def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[s
         if rnd in plan.looks:
             verdict = decide(values_of(store, fin, metric), plan,
                              final=rnd == plan.max_rounds, higher_is_better=higher,
-                             by_round=rounds_of(store, fin, metric))
+                             by_round=rounds_of(store, fin, metric), look=rnd)
             verdict["rounds"] = rnd
             verdict["stopped_early"] = rnd < plan.max_rounds
             if verdict["decided"] and verdict["kind"] != "undecided":

@@ -32,12 +32,46 @@ DEFAULTS = [800.0, 810.0, 790.0, 805.0, 795.0]
 
 def test_plan_spends_alpha_over_looks_and_pairs():
     plan = make_plan(8, ["tuned", "rules", "default"])
-    assert plan.looks == (5, 8) and plan.comparisons == 3
-    assert plan.alpha_per_test == pytest.approx(0.05 / 6)
-    # the first look is the first round where n vs n runs can reach that level at all
-    assert min_p_value(5) <= plan.alpha_per_test < min_p_value(4)
+    # two comparisons decide what is emitted (tuned vs rules-only, rules-only vs defaults);
+    # tuned vs defaults is reported only and takes no share of alpha
+    assert plan.comparisons == 2
+    # a tenth of alpha at the early look, the rest at the last: together never above alpha
+    first, last = plan.alpha_at(plan.looks[0]), plan.alpha_at(None)
+    assert first == pytest.approx(0.05 * 0.1 / 2) and last == pytest.approx(0.05 * 0.9 / 2)
+    assert plan.alpha_per_test == last and plan.alpha_at(8) == last
+    assert 2 * (first + last) == pytest.approx(0.05)
+    # unpaired, the first look is the first round where n vs n runs can reach its level
+    assert plan.looks == (6, 8)
+    assert min_p_value(6) <= first < min_p_value(5)
     assert make_plan(3, ["tuned", "rules", "default"]).looks == (3,)
-    assert make_plan(8, ["rules", "default"]).comparisons == 1
+    one = make_plan(8, ["rules", "default"])
+    assert one.comparisons == 1
+    # paired rounds look at the third round; with one look all of alpha goes to it
+    paired = make_plan(8, ["tuned", "rules", "default"], paired=True)
+    assert paired.looks == (3, 8) and paired.alpha_at(3) == pytest.approx(0.0025)
+    assert make_plan(3, ["tuned", "rules"], paired=True).alpha_at(3) == pytest.approx(0.05)
+
+
+def test_equal_split_would_not_decide_what_the_uneven_split_does():
+    """Eight paired rounds whose tuned/rules-only ratio varies by about 6% a round and
+    centres on -1%: the last look's interval bounds the gain within 10% (a decision), which
+    an equal split of alpha over the two looks and three pairs (99.2%) did not."""
+    tuned = [7533.0, 7814.0, 7033.0, 7767.0, 7965.0, 9674.0, 9718.0, 8974.0]
+    rules = [7700.0, 6836.0, 7687.0, 8672.0, 8382.0, 9047.0, 9126.0, 9984.0]
+    plan = make_plan(8, ["tuned", "rules"], paired=True)
+    by_round = {"tuned": dict(enumerate(tuned, 1)), "rules": dict(enumerate(rules, 1))}
+    v = decide({"tuned": tuned, "rules": rules}, plan, final=True, by_round=by_round)
+    c = v["comparisons"]["tuned_vs_rules"]
+    assert v["kind"] == "equivalent" and c["ci_high_pct"] <= EQUIVALENCE_MAX_PCT
+    from pmem_advisor.tuner.stats import compare_paired
+
+    equal = compare_paired(tuned, rules, alpha=0.05 / 6)
+    assert equal["ci_high_pct"] > EQUIVALENCE_MAX_PCT  # the old level left it inconclusive
+    # at the early look the same runs decide nothing (a tenth of alpha)
+    early = decide({r: x[:3] for r, x in (("tuned", tuned), ("rules", rules))}, plan,
+                   final=False, by_round={r: {k: d[k] for k in (1, 2, 3)}
+                                          for r, d in by_round.items()}, look=3)
+    assert early["kind"] == "undecided"
 
 
 def test_interval_and_decision_come_from_the_runs():
@@ -51,7 +85,7 @@ def test_interval_and_decision_come_from_the_runs():
     assert min(TUNED) / max(RULES) - 1 <= c["ci_low_pct"] / 100 <= c["gain_pct"] / 100
     assert c["gain_pct"] / 100 <= c["ci_high_pct"] / 100 <= max(TUNED) / min(RULES) - 1
     assert c["p_value"] == pytest.approx(min_p_value(5))  # perfectly separated, exact test
-    assert c["confidence"] == pytest.approx(1 - 0.05 / 3)
+    assert c["confidence"] == pytest.approx(1 - 0.05 / 2)  # one look, two deciding pairs
     assert v["text"].startswith("tuned is better by 10.5% [")
     # one disturbed run changes the interval: it is computed from these runs
     other = decide({"tuned": [*TUNED[:4], 1500.0], "rules": RULES, "default": DEFAULTS},
@@ -135,7 +169,8 @@ def _tune(study_factory, space, ev, trials=8, repeats=8, seed=4):
 
 
 def test_interleaved_rounds_stop_early_and_best_trial_is_the_verdict(study_factory, space):
-    ev = SyntheticEvaluator(seed=2)
+    # quiet runs (0.2% noise): the early look, with a tenth of alpha, decides
+    ev = SyntheticEvaluator(seed=2, noise=0.002)
     study = _tune(study_factory, space, ev, trials=10, seed=2)
     v = study.user_attrs[VERDICT_ATTR]
     final = ev.calls[10:]  # after the 10 search trials
