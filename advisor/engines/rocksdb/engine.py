@@ -67,11 +67,12 @@ def tmpfs_files(v: SettingValues) -> list[MemoryPart]:
     l1 = v.get("max_bytes_for_level_base")
     return [
         MemoryPart("tmpfs: WAL", int(wal), False,
-                   "the live WAL on tmpfs (max_total_wal_size; 0 = 4x the memtables)"),
+                   "the live WAL on tmpfs (max_total_wal_size; 0 = 4x the memtables)",
+                   static=False),  # written under load, not allocated at open
         MemoryPart("tmpfs: flushed and compacted files", int(2 * l0 + l1), False,
                    "L0 files waiting for compaction (trigger x write_buffer_size) plus one "
                    "L0->L1 compaction's output (those files and a full L1) before its "
-                   "inputs are deleted"),
+                   "inputs are deleted", static=False),
     ]
 
 
