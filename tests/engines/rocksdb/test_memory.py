@@ -98,3 +98,18 @@ def test_block_cache_is_searched_as_the_main_buffer_not_a_per_operation_one():
                         limits=Limits.for_host(memory_bytes=512 * MB))
     cache = next(k for k in space.knobs if k.name == "block_cache")
     assert cache.high == pytest.approx(0.75 * 512 * MB)
+
+
+def test_tunes_memory_gate_counts_tmpfs_files():
+    """tune's gate on a tmpfs data directory refuses the 256 MiB cache the old rules chose
+    (with RocksDB's default WAL and L1, as before the fix); on a disk the same config fits."""
+    from pmem_advisor.knobs.catalog import load_catalog
+    from pmem_advisor.tuner.session import memory_gate
+
+    catalog = load_catalog("rocksdb", "rocksdb", "7.8.3")
+    base = {"write_buffer_size": 16 * MB, "max_write_buffer_number": 2}
+    trial = {"block_cache": 256 * MB}
+    on_tmpfs = memory_gate("rocksdb", "rocksdb", "7.8.3", catalog, base, 512 * MB, True)
+    on_disk = memory_gate("rocksdb", "rocksdb", "7.8.3", catalog, base, 512 * MB, False)
+    assert on_tmpfs(trial) is not None and "512" in on_tmpfs(trial)
+    assert on_disk(trial) is None
