@@ -58,6 +58,12 @@ class PathFacts:
         return self.dax == "always"
 
     @property
+    def memory_backed(self) -> bool:
+        """The directory is memory (tmpfs): every file the server writes there takes RAM,
+        charged to the server's memory cgroup as it writes it (real PMEM's media is not)."""
+        return self.medium == "tmpfs" or self.fstype == "tmpfs"
+
+    @property
     def page_cache_bypassed(self) -> bool:
         """No OS page cache between the server and the medium (DAX, or tmpfs which is memory)."""
         return self.dax_on or self.emulated_pmem

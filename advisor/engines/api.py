@@ -289,6 +289,10 @@ class Engine(ABC):
         recommendation then says so instead of a fit)."""
         return None
 
+    # True when ``memory`` takes ``files_in_memory=True``: the data directory is tmpfs and the
+    # files the engine writes there (WAL, flushed and compacted files) are counted as memory.
+    counts_files_in_memory = False
+
     def fit_memory(self, rec: Any, view: Any, budget_bytes: int) -> None:
         """Lower the recommendation's memory settings (``rec.settings``) until ``memory``
         fits ``budget_bytes``; each change says why (see rules/fit.py). Default: nothing, and

@@ -49,6 +49,9 @@ class Limits:
     # What the loaded data demands (tuner/feasible.py): knob -> bound, applied after every
     # other range, the baselines' anchors included.
     data_bounds: dict[str, DataBound] = field(default_factory=dict)
+    # The engine's main buffer (its YAML's ``tuning.main_buffer``): a global buffer whatever
+    # its default, never a per-operation one (RocksDB's block cache defaults to 8 MB).
+    main_buffer: str | None = None
 
     @classmethod
     def for_host(cls, memory_bytes: int | None = None, data_path: str | None = None,
@@ -88,7 +91,8 @@ class Limits:
             category = getattr(spec, "category", "") or ""
             if category == "memory":
                 default_bytes = (spec.default or 0) * per_unit
-                if 0 < default_bytes < PER_OPERATION_DEFAULT_MAX:
+                if 0 < default_bytes < PER_OPERATION_DEFAULT_MAX and \
+                        spec.name != self.main_buffer:
                     return self.memory_bytes * PER_OPERATION_SHARE / per_unit
                 room = self.memory_bytes * MEMORY_SHARE
                 if self.shared_room_bytes is not None:

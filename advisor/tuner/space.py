@@ -8,7 +8,7 @@ even if the rules or the machine differ.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +202,13 @@ def default_knob_names(engine: str) -> list[str]:
     return list(names)
 
 
+def _main_buffer(engine: str) -> str | None:
+    try:
+        return api.get_engine(engine).main_buffer
+    except Exception:  # noqa: BLE001 - an unknown engine name: no main buffer to exempt
+        return None
+
+
 def _over_cap(spec: KnobSpec, limits: Limits) -> bool:
     cap = limits.cap(spec)
     d = spec.default
@@ -330,6 +337,8 @@ def build_space(
     ``limits`` (default: this host's memory) caps ranges at what the hardware can run.
     """
     limits = limits if limits is not None else Limits.for_host()
+    if limits.main_buffer is None:  # the engine's main buffer is capped as a global one
+        limits = replace(limits, main_buffer=_main_buffer(engine))
     bounds, priors = dict(bounds or {}), dict(priors or {})
     rule_settings = dict(rule_settings or {}) if use_rules else {}
     names: list[str] = []

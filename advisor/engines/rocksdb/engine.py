@@ -18,7 +18,7 @@ from typing import Any
 
 from pmem_advisor.engines.api import EvalRequest
 from pmem_advisor.engines.base import Engine, EngineBinary
-from pmem_advisor.engines.rocksdb.baseline import RULE
+from pmem_advisor.engines.rocksdb.baseline import RULE, small_cache_index_off
 from pmem_advisor.engines.rocksdb.bench import RocksDBEvaluator, db_bench_version, validate_options
 from pmem_advisor.engines.rocksdb.options import (
     emit_options,
@@ -43,6 +43,37 @@ ASSUMPTIONS = (
     "the LRU block cache is not strict by default: pinned blocks may exceed it briefly",
     "not counted: the application's own memory and iterators it keeps open",
 )
+# The data directory on tmpfs (/dev/shm standing in for PMEM): every file RocksDB writes there
+# is memory, charged to its memory cgroup as it writes it (on real PMEM it is media, not RAM).
+TMPFS_ASSUMPTIONS = (
+    "data on tmpfs: the files RocksDB writes there are memory; counted: the live WAL "
+    "(max_total_wal_size, 0 = 4x the memtables), the L0 files a compaction waits for "
+    "(level0_file_num_compaction_trigger memtables) and one L0->L1 compaction's output (those "
+    "files plus a full L1, max_bytes_for_level_base) before its inputs are deleted",
+    "data on tmpfs: not counted: the database's files written before this process (a load, a "
+    "restore) and deeper compactions; a long-running database on tmpfs rewrites every file, "
+    "so the data itself must fit in RAM beside this",
+)
+# RocksDB's own default for max_total_wal_size = 0: "[sum of all write_buffer_size *
+# max_write_buffer_number] * 4" (include/rocksdb/options.h, 7.8.3).
+WAL_DEFAULT_FACTOR = 4
+
+
+def tmpfs_files(v: SettingValues) -> list[MemoryPart]:
+    """The files RocksDB writes on a tmpfs data directory, worst case (TMPFS_ASSUMPTIONS)."""
+    wbs, nbuf = v.get("write_buffer_size"), v.get("max_write_buffer_number")
+    wal = v.get("max_total_wal_size") or WAL_DEFAULT_FACTOR * wbs * nbuf
+    l0 = v.get("level0_file_num_compaction_trigger") * wbs
+    l1 = v.get("max_bytes_for_level_base")
+    return [
+        MemoryPart("tmpfs: WAL", int(wal), False,
+                   "the live WAL on tmpfs (max_total_wal_size; 0 = 4x the memtables)",
+                   static=False),  # written under load, not allocated at open
+        MemoryPart("tmpfs: flushed and compacted files", int(2 * l0 + l1), False,
+                   "L0 files waiting for compaction (trigger x write_buffer_size) plus one "
+                   "L0->L1 compaction's output (those files and a full L1) before its "
+                   "inputs are deleted", static=False),
+    ]
 
 
 class RocksDBEngine(Engine):
@@ -64,9 +95,14 @@ class RocksDBEngine(Engine):
     def baseline_rules(self) -> tuple[Any, ...]:
         return (RULE,)
 
+    counts_files_in_memory = True
+
     def memory(self, settings: Mapping[str, Any], *, flavour: str | None = None,
-               version: str | None = None, catalog=None, host_memory_bytes: int | None = None):
-        """Worst case: block cache + every memtable + background buffers + fixed overhead."""
+               version: str | None = None, catalog=None, host_memory_bytes: int | None = None,
+               files_in_memory: bool = False):
+        """Worst case: block cache + every memtable + background buffers + fixed overhead;
+        with ``files_in_memory`` (the data directory is tmpfs) the files RocksDB writes there
+        too (``tmpfs_files``)."""
         catalog = catalog or self.catalog(flavour, version)
         v = SettingValues(catalog, settings, parse_text=parse_value)
         cache = v.get("block_cache")
@@ -87,15 +123,28 @@ class RocksDBEngine(Engine):
             MemoryPart("other", OTHER_OVERHEAD, False,
                        "table cache handles, version metadata and arena slack"),
         ]
+        assumptions = ASSUMPTIONS
+        if files_in_memory:
+            parts += tmpfs_files(v)
+            assumptions += TMPFS_ASSUMPTIONS
         total = sum(p.bytes for p in parts)
         background = parts[2].bytes
-        return MemoryEstimate("rocksdb", total, 0, 0, parts, background, ASSUMPTIONS)
+        return MemoryEstimate("rocksdb", total, 0, 0, parts, background, assumptions)
 
     def fit_memory(self, rec: Any, view: Any, budget_bytes: int) -> None:
-        """Shrink the block cache first (it only caches), then the memtables."""
-        def estimate():
-            return self.memory({s.name: s.value for s in rec.settings}, catalog=view.catalog)
+        """Shrink the block cache first (it only caches), then the memtables; then keep
+        index and filter blocks out of a block cache too small to hold them beside the data
+        blocks (baseline.CACHE_INDEX_MIN)."""
+        in_memory = rec.facts.data is not None and rec.facts.data.memory_backed
 
+        def estimate():
+            return self.memory({s.name: s.value for s in rec.settings}, catalog=view.catalog,
+                               files_in_memory=in_memory)
+
+        self._fit(rec, view, budget_bytes, estimate)
+        small_cache_index_off(rec, view)
+
+    def _fit(self, rec: Any, view: Any, budget_bytes: int, estimate) -> None:
         est = estimate()
         if est.total_bytes <= budget_bytes:
             return

@@ -117,3 +117,19 @@ def test_small_budget_is_fitted(run_cli, tmp_path):
     assert data["memory"]["total_bytes"] <= 0.9 * (64 << 20)
     reasons = " ".join(str(s.get("reason")) for s in data["settings"])
     assert "MEM-FIT" in reasons and "so the worst case fits" in reasons
+
+
+def test_check_counts_the_files_rocksdb_writes_on_tmpfs(run_cli, tmp_path, shm_dir):
+    """The rules config that was OOM-killed in a 512 MiB cgroup on /dev/shm (256 MiB block
+    cache, the WAL and compactions unbounded): check now says its worst case exceeds the
+    budget there, and passes the same file on a disk, where those files are not memory."""
+    conf = tmp_path / "OPTIONS.ini"
+    conf.write_text('[DBOptions]\n  max_background_jobs=2\n[CFOptions "default"]\n'
+                    '  write_buffer_size=16777216\n  max_write_buffer_number=2\n'
+                    '[TableOptions/BlockBasedTable "default"]\n  block_cache=268435456\n')
+    args = ("check", "--db", "rocksdb", "--config", str(conf), "--version", "7.8.3",
+            "--memory", "512M")
+    _, out, err = run_cli(*args, "--data-dir", shm_dir)
+    assert "CK004" in out + err and "tmpfs: flushed and compacted files" in out + err
+    _, out, err = run_cli(*args, "--data-dir", str(tmp_path))
+    assert "CK004" not in out + err
