@@ -224,8 +224,9 @@ def advisor_arm(data: surrogate.ScenarioData, space: SearchSpace, data_dir: Path
                                       if rules is now else "the dataset's rules"))
     note = ("trust-region sampler (advisor/tuner/samplers.py) centred on the rules-only config,"
             f" rules' bounds, knob order {', '.join(importance[:4])}...; "
-            f"{len(warm)} warm start(s); moves ranked by the transfer model, then by a forest "
-            "on its own trials")
+            f"{len(warm)} warm start(s); local moves alternating with global points over the "
+            "bounds, ranked by the transfer model, then by a forest's expected improvement on "
+            "its own trials")
     return AdvisorArm(base=base, centre=centre, importance=importance,
                       bounds=rules.get("bounds") or {}, warm_starts=warm, note=note,
                       score=learnt.score if learnt.model is not None else None), notes

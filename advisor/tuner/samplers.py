@@ -107,7 +107,7 @@ class MeasuredView(optuna.samplers.BaseSampler):
 
 # ------------------------------------------------------------------ rule-centred search
 class TrustRegionSampler(optuna.samplers.BaseSampler):
-    """Search that starts where the rules are and moves few knobs at a time.
+    """Search that starts where the rules are, moves few knobs at a time, and looks further.
 
     The papers' rules already place a config near a good one; a model-based optimiser that
     starts from random points spends its first trials rediscovering that (GPTuner, VLDB 2024,
@@ -115,27 +115,48 @@ class TrustRegionSampler(optuna.samplers.BaseSampler):
 
     1. trial 0: ``centre`` (the rules' values; knobs it lacks at the space's default);
     2. then ``warm_starts`` in order (configs learnt from similar scenarios, ``transfer``);
-    3. then a trust region around the best trial so far: each trial moves 1..``max_moves``
-       knobs, picked with weights falling with their rank in ``importance`` (knowledge: the
-       rules' important knobs, then transfer importances, cheap scopes before dear ones), by a
-       Gaussian step of ``radius`` in the knob's unit range (log ranges in log space); a
-       categorical knob switches to another choice. The radius grows by half after a trial
-       that improved the best and halves after ``patience`` trials that did not (the
-       success/failure rule of trust-region methods, e.g. TuRBO, Eriksson et al. 2019).
-    ``bounds`` (the rules' (low, high) or allowed values) clip every move. Each trial draws
-    ``candidates`` moves and takes the most promising: by ``score`` (values -> predicted
-    speedup, from ``transfer``) until ``MODEL_AFTER`` trials are done, then by a small forest
-    fitted on the study's own trials; with neither, one move is drawn.
+    3. then, alternately (every ``global_every``-th trial global, the rest local):
+       - a local move around the incumbent: 1..``max_moves`` knobs, picked with weights
+         falling with their rank in ``importance`` (knowledge: the rules' important knobs,
+         then transfer importances, cheap scopes before dear ones), each by a Gaussian step
+         of ``radius`` in the knob's unit range (log ranges in log space); a categorical knob
+         switches to another choice; the best of ``candidates`` such moves;
+       - a global point: the best of ``global_candidates`` points drawn uniformly over the
+         whole space inside the rules' bounds. The rules' centre can be on a plateau whose
+         way up is a knob the rules rank low; local moves of few, important knobs do not
+         leave it, a random search does. SMAC interleaves random configurations the same
+         way (every second one, Hutter et al., LION 2011); here they are ranked by the model
+         like the local moves (BADS's alternating search and poll steps, Acerbi and Ma 2017).
+    "Best" is by ``score`` (values -> predicted speedup, from ``transfer``) until
+    ``MODEL_AFTER`` trials are measured, then by the expected improvement over the incumbent
+    under a small forest fitted on the study's own runs (its trees' mean and spread, SMAC's
+    acquisition: a point unlike the measured ones is worth a try, a near-copy of the
+    incumbent is not); with neither, one point is drawn. ``bounds`` (the rules' (low, high)
+    or allowed values) hold every point.
 
-    Stateless between calls: the radius is replayed from the study's trials, so a resumed or
-    shared study continues the same way.
+    The radius grows by half after a trial that improved on the incumbent and halves after
+    ``patience`` local trials that did not (the success/failure rule of trust-region
+    methods: TuRBO, Eriksson et al., NeurIPS 2019); when it would halve below ``min_radius``
+    the region has stalled and restarts at ``radius`` (TuRBO's restart).
+
+    Noise: one run is not the truth (a 25 s run's repeat spread is 5-15% on a quiet machine,
+    more under load), and a search that takes its luckiest run as the incumbent stays there:
+    nothing it tries beats the luck, so its radius collapses around a config that is not the
+    best. Here a config measured more than once counts by the mean of its runs, and once the
+    forest is fitted the incumbent is the measured config the forest predicts best (a run
+    weighed with the runs near it), not the best single run.
+
+    Stateless between calls: the radius and the incumbent are replayed from the study's
+    trials and the local/global turn follows the trial number, so a resumed or shared study
+    continues the same way.
     """
 
     def __init__(self, centre: dict | None = None, *, importance: list[str] | None = None,
                  warm_starts: list[dict] | None = None, bounds: dict | None = None,
                  seed: int | None = None, radius: float = 0.2, min_radius: float = 0.02,
                  max_radius: float = 0.5, patience: int = 3, max_moves: int = 3,
-                 score: Any = None, candidates: int = 16) -> None:
+                 score: Any = None, candidates: int = 16, global_every: int = 2,
+                 global_candidates: int = 64) -> None:
         import random
 
         self.centre = dict(centre or {})
@@ -145,6 +166,7 @@ class TrustRegionSampler(optuna.samplers.BaseSampler):
         self.radius0, self.min_radius, self.max_radius = radius, min_radius, max_radius
         self.patience, self.max_moves = patience, max_moves
         self.score, self.candidates = score, candidates
+        self.global_every, self.global_candidates = global_every, global_candidates
         self._rng = random.Random(seed)
         self._fallback = optuna.samplers.RandomSampler(seed=seed)
 
@@ -166,58 +188,135 @@ class TrustRegionSampler(optuna.samplers.BaseSampler):
                     for n, d in search_space.items()}
         maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
         radius, best = self._replay(done, maximize)
+        model = self._forest(done, search_space, maximize)
+        if model is not None:
+            best = self.incumbent(done, search_space, maximize, model) or best
         incumbent = dict(best.params) if best is not None else {}
         start = {n: self._valid(n, d, incumbent.get(n, self.centre.get(n)))
                  for n, d in search_space.items()}
-        moves = []
-        for _ in range(self.candidates if self.score or len(done) >= MODEL_AFTER else 1):
-            values = dict(start)
-            for name in self._moves(list(search_space)):
-                values[name] = self._step(name, search_space[name], values[name], radius)
-            moves.append(values)
-        if len(moves) == 1:
-            return moves[0]
-        scores = self._scores(moves, done, search_space, maximize)
-        return moves[max(range(len(moves)), key=scores.__getitem__)]
-
-    def _scores(self, moves, done, space, maximize: bool) -> list[float]:
-        """How promising each candidate move is: a small forest fitted on this study's own
-        trials once there are ``MODEL_AFTER`` of them, else the transfer score."""
-        done = [t for t in done if t.value is not None and set(space) <= set(t.params)]
-        if len(done) >= MODEL_AFTER:
-            from sklearn.ensemble import RandomForestRegressor
-
-            x = [_unit_row(t.params, space) for t in done]
-            y = [t.value if maximize else -t.value for t in done]
-            model = RandomForestRegressor(n_estimators=50, min_samples_leaf=2,
-                                          random_state=self._rng.randrange(2**31), n_jobs=1)
-            model.fit(x, y)
-            return list(model.predict([_unit_row(m, space) for m in moves]))
-        return [float(self.score(m)) for m in moves] if self.score else [0.0] * len(moves)
+        ranked = self.score is not None or model is not None
+        if self.is_global(trial.number):
+            points = [self._global(search_space)
+                      for _ in range(self.global_candidates if ranked else 1)]
+        else:
+            points = []
+            for _ in range(self.candidates if ranked else 1):
+                values = dict(start)
+                for name in self._moves(list(search_space)):
+                    values[name] = self._step(name, search_space[name], values[name], radius)
+                points.append(values)
+        if len(points) == 1:
+            return points[0]
+        if model is not None:
+            scores = self._improvement(model, points, start, search_space)
+        else:
+            scores = [float(self.score(p)) for p in points]
+        return points[max(range(len(points)), key=scores.__getitem__)]
 
     def sample_independent(self, study, trial, param_name, param_distribution):
         if param_name in self.centre:
             return self._valid(param_name, param_distribution, self.centre[param_name])
         return self._fallback.sample_independent(study, trial, param_name, param_distribution)
 
+    def is_global(self, number: int) -> bool:
+        """Whether trial ``number`` (after the warm starts) draws over the whole space."""
+        return (self.global_every > 0 and number > len(self.warm)
+                and (number - len(self.warm)) % self.global_every == 0)
+
+    # -- the model -------------------------------------------------------------------------
+    def _forest(self, done, space, maximize: bool):
+        """A small forest on this study's own runs (higher = better), once there are
+        ``MODEL_AFTER`` of them; None before."""
+        done = [t for t in done if t.value is not None and set(space) <= set(t.params)]
+        if len(done) < MODEL_AFTER:
+            return None
+        from sklearn.ensemble import RandomForestRegressor
+
+        x = [_unit_row(t.params, space) for t in done]
+        y = [t.value if maximize else -t.value for t in done]
+        model = RandomForestRegressor(n_estimators=50, min_samples_leaf=2,
+                                      random_state=self._rng.randrange(2**31), n_jobs=1)
+        return model.fit(x, y)
+
+    def incumbent(self, done, space, maximize: bool, model=None):
+        """The measured trial the forest (``model``, else one fitted here) predicts best: a
+        noise-aware incumbent, a lucky run weighed with the runs near it. None before
+        ``MODEL_AFTER`` measured trials."""
+        done = [t for t in done if t.value is not None and set(space) <= set(t.params)]
+        model = model if model is not None else self._forest(done, space, maximize)
+        if model is None or not done:
+            return None
+        pred = model.predict([_unit_row(t.params, space) for t in done])
+        return done[max(range(len(done)), key=lambda i: (pred[i], -done[i].number))]
+
+    @staticmethod
+    def _improvement(model, points, start, space) -> list[float]:
+        """Expected improvement of each point over the incumbent's predicted value, the
+        prediction's spread taken across the forest's trees (as SMAC does)."""
+        import numpy as np
+        from scipy.stats import norm
+
+        rows = np.asarray([_unit_row(p, space) for p in points])
+        per_tree = np.stack([t.predict(rows) for t in model.estimators_])
+        mean, sd = per_tree.mean(axis=0), per_tree.std(axis=0)
+        best = float(model.predict(np.asarray([_unit_row(start, space)]))[0])
+        sd = np.maximum(sd, 1e-9 * max(abs(best), 1.0))
+        z = (mean - best) / sd
+        return list((mean - best) * norm.cdf(z) + sd * norm.pdf(z))
+
     # -- the search ------------------------------------------------------------------------
     def _replay(self, done, maximize: bool):
-        """The radius now and the best trial, from the completed trials in order."""
-        radius, best, misses = self.radius0, None, 0
+        """The radius now and the incumbent trial, from the measured trials in order. A
+        config measured more than once counts by the mean of its runs: a trial improves when
+        its config's mean becomes the best mean so far. Global trials are no try of the
+        region: they grow it when they improve, and never shrink it."""
+        sign = 1.0 if maximize else -1.0
+        runs: dict[str, list[float]] = {}
+        first: dict[str, Any] = {}
+        radius, best, best_mean, misses = self.radius0, None, None, 0
         for t in sorted(done, key=lambda t: t.number):
             if t.value is None:
                 continue
-            better = best is None or (t.value > best.value if maximize else t.value < best.value)
-            if t.number > len(self.warm):  # the trust-region phase
+            key = _key(t.params)
+            runs.setdefault(key, []).append(sign * t.value)
+            first.setdefault(key, t)
+            top = max(runs, key=lambda k: sum(runs[k]) / len(runs[k]))
+            top_mean = sum(runs[top]) / len(runs[top])
+            better = best_mean is None or (top == key and top_mean > best_mean)
+            if t.number > len(self.warm):  # the search phase
                 if better:
                     radius, misses = min(radius * 1.5, self.max_radius), 0
-                else:
+                elif not self.is_global(t.number):
                     misses += 1
                     if misses >= self.patience:
-                        radius, misses = max(radius / 2, self.min_radius), 0
-            if better:
-                best = t
+                        misses = 0
+                        # under the floor the region has stalled: restart it (TuRBO)
+                        radius = radius / 2 if radius / 2 >= self.min_radius else self.radius0
+            best, best_mean = first[top], top_mean
         return radius, best
+
+    def _global(self, space) -> dict:
+        """A point drawn uniformly over the space inside the rules' bounds (log ranges in log
+        space)."""
+        from optuna.distributions import CategoricalDistribution
+
+        out = {}
+        for name, dist in space.items():
+            bound = self.bounds.get(name)
+            if isinstance(dist, CategoricalDistribution):
+                allowed = [c for c in dist.choices if not isinstance(bound, list) or c in bound]
+                out[name] = self._valid(name, dist, self._rng.choice(allowed or dist.choices))
+                continue
+            lo, hi, log = float(dist.low), float(dist.high), bool(getattr(dist, "log", False))
+            ulo, uhi = 0.0, 1.0
+            if isinstance(bound, (list, tuple)) and len(bound) == 2:
+                if bound[0] is not None:
+                    ulo = min(max(unit_of(float(bound[0]), lo, hi, log), 0.0), 1.0)
+                if bound[1] is not None:
+                    uhi = min(max(unit_of(float(bound[1]), lo, hi, log), 0.0), 1.0)
+            u = self._rng.uniform(ulo, max(ulo, uhi))
+            out[name] = self._valid(name, dist, value_at(u, lo, hi, log))
+        return out
 
     def _moves(self, names: list[str]) -> list[str]:
         ranked = sorted(names, key=lambda n: self.importance.index(n)
@@ -266,6 +365,11 @@ class TrustRegionSampler(optuna.samplers.BaseSampler):
             x = float(dist.low) + round((x - float(dist.low)) / step) * step
             x = min(x, float(dist.high))
         return int(round(x)) if isinstance(dist, IntDistribution) else x
+
+
+def _key(params: dict) -> str:
+    """One config's identity, for grouping its repeated runs."""
+    return repr(sorted(params.items()))
 
 
 def _unit_row(params: dict, space: dict) -> list[float]:
