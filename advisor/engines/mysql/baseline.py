@@ -116,14 +116,39 @@ def connections_reason(f: Facts) -> str:
             f"clients + {TOOL_CONNECTIONS} reserved are sized then)")
 
 
+def log_buffer(f: Facts) -> int:
+    """The redo log buffer holds what transactions write between flushes; with a commit flush
+    per transaction only large transactions need more than the servers' 16 MB default. 64 MB
+    for writes, but at most 1/64 of the budget (16 MB at 1 GiB), so a small budget keeps it
+    for the buffer pool; OLAP loads keep the default."""
+    if f.workload == "olap":
+        return 16 * MB
+    return max(16 * MB, min(64 * MB, f.memory_bytes // 64 // MB * MB))
+
+
+def mariadb_side_caches(f: Facts) -> dict[str, object]:
+    """MariaDB's MyISAM key cache and Aria page cache take 128 MB each by default, allocated at
+    start, which a 1 GiB budget then takes from the buffer pool. On an InnoDB server no table
+    of ours is MyISAM (MariaDB's system and internal temporary tables are Aria): MariaDB KB,
+    "Optimizing key_buffer_size": without MyISAM tables "a very low value, such as 64K"; we
+    keep 1/64 of the budget, 8-128 MB, for MyISAM tables a tool may create. The Aria cache
+    serves internal on-disk temporary tables only (aria_used_for_temp_tables): 1/32 of the
+    budget, 16-128 MB (the default from 4 GiB up)."""
+    return {"key_buffer_size": Bytes(max(8 * MB, min(128 * MB, f.memory_bytes // 64 // MB * MB))),
+            "aria_pagecache_buffer_size": Bytes(max(16 * MB, min(128 * MB,
+                                                                 f.memory_bytes // 32 // MB * MB)))}
+
+
 def settings(f: Facts) -> dict[str, object]:
     pool = buffer_pool(f)
     out: dict[str, object] = {
         "innodb_buffer_pool_size": Bytes(pool),
         **redo(f), **io(f),
         "max_connections": f.clients + TOOL_CONNECTIONS if f.clients else CONNECTIONS[f.workload],
-        "innodb_log_buffer_size": Bytes(64 * MB if f.workload != "olap" else 16 * MB),
+        "innodb_log_buffer_size": Bytes(log_buffer(f)),
     }
+    if f.mariadb:
+        out.update(mariadb_side_caches(f))
     if not f.mariadb:  # MariaDB has no TempTable engine (tmp_table_size bounds its temp tables)
         out["temptable_max_ram"] = Bytes(temptable_ram(f))
     if not f.mariadb and f.version_at_least(8, 4) and f.cpus < f.logical_total:
@@ -166,6 +191,15 @@ class MysqlBaseline(Rule):
                "innodb_flush_method": ("O_DIRECT: no double caching in the OS page cache (8.0's "
                                        "dedicated server would pick O_DIRECT_NO_FSYNC, a "
                                        "durability risk: not followed)"),
+               "innodb_log_buffer_size": ("what transactions write between commit flushes: 64 MB "
+                                          "for writes, at most 1/64 of the budget, at least the "
+                                          "16 MB default" if f.workload != "olap" else
+                                          "the servers' 16 MB default: OLAP loads write little"),
+               "key_buffer_size": ("MyISAM key cache: no table of an InnoDB server is MyISAM "
+                                   "(MariaDB KB: 'a very low value' without MyISAM tables): "
+                                   "1/64 of the budget, 8-128 MB"),
+               "aria_pagecache_buffer_size": ("Aria page cache: internal on-disk temporary "
+                                              "tables only: 1/32 of the budget, 16-128 MB"),
                "max_connections": connections_reason(f)}
         return [Set(k, v, f"baseline: {why.get(k, 'sized for ' + medium(f) + ', ' + f.workload)}")
                 for k, v in settings(f).items()]
