@@ -93,6 +93,11 @@ class Facts:
     bound_node: int | None = None  # sized for this NUMA node (a rule binds the server to it)
     memory_source: str = "host"  # where memory_bytes came from (rules/budget.py)
 
+    @property
+    def data_in_memory(self) -> bool:
+        """The data directory is tmpfs: the files the server writes there are memory too."""
+        return self.data is not None and self.data.memory_backed
+
     # ---- engine and version ----
     @property
     def pg(self) -> bool:

@@ -24,12 +24,7 @@ def estimate(rec: Recommendation, view) -> MemoryEstimate:
     host = int((f.profile.get("memory") or {}).get("total_bytes") or 0) or None
     return worst_case(f.engine, {s.name: s.value for s in rec.settings}, flavour=f.flavour,
                       version=f.version, catalog=view.catalog, host_memory_bytes=host,
-                      files_in_memory=files_in_memory(f))
-
-
-def files_in_memory(f) -> bool:
-    """The data directory is tmpfs: the files the server writes there are memory."""
-    return f.data is not None and f.data.memory_backed
+                      files_in_memory=f.data_in_memory)
 
 
 def fitted_budget(budget: int) -> int:

@@ -231,9 +231,6 @@ def worst_case(engine: str, settings: Mapping[str, Any], *, flavour: str | None 
             catalog = eng.catalog(flavour, version)
         except UsageError:  # an engine without a catalog (advice only) may still count
             catalog = None
-    if files_in_memory and eng.counts_files_in_memory:
-        # the data directory is tmpfs: the files the engine writes there are memory too
-        return eng.memory(settings, flavour=flavour, version=version, catalog=catalog,
-                          host_memory_bytes=host_memory_bytes, files_in_memory=True)
+    extra = {"files_in_memory": True} if files_in_memory and eng.counts_files_in_memory else {}
     return eng.memory(settings, flavour=flavour, version=version, catalog=catalog,
-                      host_memory_bytes=host_memory_bytes)
+                      host_memory_bytes=host_memory_bytes, **extra)

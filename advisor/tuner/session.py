@@ -532,9 +532,7 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
         free_bytes=_free_bytes(_data_dir(req)))
     keep = PRODUCTION_KNOBS | engine.production_knobs  # other engines name theirs (YAML)
     production = {s.name: s.value for s in rec.settings if s.name in keep}
-    from pmem_advisor.rules.fit import files_in_memory
-
-    in_memory = files_in_memory(rec.facts)  # tmpfs: the files the server writes are RAM
+    in_memory = rec.facts.data_in_memory  # tmpfs: the files the server writes are RAM
     unfit = memory_gate(req.engine, binary.flavour, binary.version, catalog,
                         {s.name: s.value for s in rec.settings}, target.memory_bytes,
                         in_memory)({})

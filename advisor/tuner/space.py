@@ -202,13 +202,6 @@ def default_knob_names(engine: str) -> list[str]:
     return list(names)
 
 
-def _main_buffer(engine: str) -> str | None:
-    try:
-        return api.get_engine(engine).main_buffer
-    except Exception:  # noqa: BLE001 - an unknown engine name: no main buffer to exempt
-        return None
-
-
 def _over_cap(spec: KnobSpec, limits: Limits) -> bool:
     cap = limits.cap(spec)
     d = spec.default
@@ -338,7 +331,7 @@ def build_space(
     """
     limits = limits if limits is not None else Limits.for_host()
     if limits.main_buffer is None:  # the engine's main buffer is capped as a global one
-        limits = replace(limits, main_buffer=_main_buffer(engine))
+        limits = replace(limits, main_buffer=api.get_engine(engine).main_buffer)
     bounds, priors = dict(bounds or {}), dict(priors or {})
     rule_settings = dict(rule_settings or {}) if use_rules else {}
     names: list[str] = []

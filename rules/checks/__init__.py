@@ -199,13 +199,12 @@ def build_input(facts: Facts, settings: dict | None = None, *, source: str = "no
                               numa_node=node, target=target)
     estimate = None
     if facts.engine is not None and settings:
-        from pmem_advisor.rules.fit import files_in_memory
         from pmem_advisor.rules.memory import worst_case
 
         try:
             estimate = worst_case(facts.engine, settings, flavour=facts.flavour,
                                   version=catalog.version if catalog else facts.version,
-                                  catalog=catalog, files_in_memory=files_in_memory(facts))
+                                  catalog=catalog, files_in_memory=facts.data_in_memory)
         except UsageError as e:  # a value CK002 reports; the size is unknown then
             notes.append(f"worst-case memory not computed: {e.message}")
         except (ArithmeticError, ValueError) as e:  # a value the parsers cannot even hold

@@ -147,9 +147,9 @@ def settings(f: Facts) -> dict[str, object]:
         "max_connections": f.clients + TOOL_CONNECTIONS if f.clients else CONNECTIONS[f.workload],
         "innodb_log_buffer_size": Bytes(log_buffer(f)),
     }
-    if f.mariadb:
+    if f.mariadb:  # MariaDB has no TempTable engine (tmp_table_size bounds its temp tables)
         out.update(mariadb_side_caches(f))
-    if not f.mariadb:  # MariaDB has no TempTable engine (tmp_table_size bounds its temp tables)
+    else:
         out["temptable_max_ram"] = Bytes(temptable_ram(f))
     if not f.mariadb and f.version_at_least(8, 4) and f.cpus < f.logical_total:
         # 8.4's default is the host's logical CPUs / 2 (at least 4): a cgroup or cpuset with

@@ -52,15 +52,10 @@ def background_jobs(f: Facts) -> int:
     return max(2, min(f.physical_cores, 16))
 
 
-def on_tmpfs(f: Facts) -> bool:
-    """The data directory is tmpfs: the files RocksDB writes there are memory in the budget."""
-    return f.data is not None and f.data.memory_backed
-
-
 def tmpfs_settings(f: Facts, wbs: int, nbuf: int) -> dict[str, object]:
     """On tmpfs, bound the files RocksDB writes (they are memory there, counted by the
     engine's memory model): the WAL to the memtables it protects, L1 to L0's size."""
-    if not on_tmpfs(f):
+    if not f.data_in_memory:
         return {}
     return {
         # one column family: a WAL file is obsolete once its memtable is flushed, so the live

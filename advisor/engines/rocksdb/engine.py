@@ -135,11 +135,9 @@ class RocksDBEngine(Engine):
         """Shrink the block cache first (it only caches), then the memtables; then keep
         index and filter blocks out of a block cache too small to hold them beside the data
         blocks (baseline.CACHE_INDEX_MIN)."""
-        in_memory = rec.facts.data is not None and rec.facts.data.memory_backed
-
         def estimate():
             return self.memory({s.name: s.value for s in rec.settings}, catalog=view.catalog,
-                               files_in_memory=in_memory)
+                               files_in_memory=rec.facts.data_in_memory)
 
         self._fit(rec, view, budget_bytes, estimate)
         small_cache_index_off(rec, view)
