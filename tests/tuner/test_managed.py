@@ -6,10 +6,12 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 
 import psutil
@@ -96,27 +98,43 @@ def _study(out: Path):
     return load_existing(open_storage(f"sqlite:///{out / 'study.db'}"), None)
 
 
-def _wait_running(out: Path, number: int, also=lambda: True, timeout: float = 240,
-                  proc: subprocess.Popen | None = None, log: Path | None = None) -> None:
-    """Until trial ``number`` or a later one is being measured (RUNNING with its config
-    stored, the evaluator called) and ``also()`` holds: a condition, not a guessed delay.
-    A run that ended before that fails at once with what it printed."""
+def _measuring(out: Path) -> list[int]:
+    """The numbers of the trials being measured (RUNNING with their config stored), read from
+    the study file read-only: opening it as an Optuna storage would create its schema, and
+    that races the tuner's own creation of it on the run's first seconds."""
+    db = out / "study.db"
+    if not db.exists():
+        return []
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as con:
+            rows = con.execute(
+                "SELECT t.number FROM trials t JOIN trial_user_attributes a"
+                " ON a.trial_id = t.trial_id WHERE t.state = 'RUNNING' AND a.key = 'config'"
+            ).fetchall()
+    except sqlite3.OperationalError:  # no tables yet, or a write holds the file
+        return []
+    return [n for (n,) in rows]
+
+
+def _wait_running(out: Path, number: int, proc: subprocess.Popen, log: Path,
+                  also=lambda: True, timeout: float = 240) -> None:
+    """Until trial ``number`` or a later one is being measured and ``also()`` holds: a
+    condition, not a guessed delay. A run that ended before that fails at once with what it
+    printed."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if proc is not None and proc.poll() is not None:
-            said = log.read_text()[-3000:] if log is not None and log.exists() else ""
+        if proc.poll() is not None:
             raise AssertionError(f"the run ended (exit {proc.returncode}) before trial "
-                                 f"{number} ran: {said}")
-        if (out / "study.db").exists():
-            try:
-                ts = _study(out).get_trials()
-            except Exception:  # the study is being created
-                ts = []
-            if any(t.number >= number and t.state == TrialState.RUNNING
-                   and "config" in t.user_attrs for t in ts) and also():
-                return
-        time.sleep(0.3)
-    raise AssertionError(f"trial {number} never ran")
+                                 f"{number} ran: {log.read_text()[-3000:]}")
+        if any(n >= number for n in _measuring(out)) and also():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"trial {number} never ran: {log.read_text()[-3000:]}")
+
+
+def _start(cmd: list[str], log: Path, env: dict) -> subprocess.Popen:
+    with open(log, "w") as err_file:
+        return subprocess.Popen(cmd, cwd=REPO, stderr=err_file, env=env)
 
 
 @pytest.mark.slow
@@ -130,20 +148,23 @@ def test_kill_mid_trial_then_resume(shm_dir, tmp_path):
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch)}
     # Ctrl-C mid-trial: exit 130, no server left, the study keeps its finished trials.
-    p = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, text=True, env=env)
-    _wait_running(out, 1)
+    log = tmp_path / "interrupted-run.stderr"
+    p = _start(cmd, log, env)
+    _wait_running(out, 1, p, log)
     p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=120)
+    p.wait(timeout=120)
+    err = log.read_text()
     assert p.returncode == 130, err
     assert "--resume" in err and not servers_using(shm_dir)
     done = [t.number for t in _study(out).get_trials() if measured(t) is not None]
     assert done == [0]
     # SIGTERM mid-trial (issue 17 item 7): like Ctrl-C, exit 143, the trial failed with why.
-    p = subprocess.Popen([*cmd, "--resume"], cwd=REPO, stderr=subprocess.PIPE, text=True,
-                         env=env)
-    _wait_running(out, 1)
+    log = tmp_path / "terminated-run.stderr"
+    p = _start([*cmd, "--resume"], log, env)
+    _wait_running(out, 1, p, log)
     p.send_signal(signal.SIGTERM)
-    _, err = p.communicate(timeout=120)
+    p.wait(timeout=120)
+    err = log.read_text()
     assert p.returncode == 143, err
     assert "--resume" in err and not servers_using(shm_dir)
     assert not list(scratch.glob("pmem-advisor-tune-*"))  # golden copy and logs removed
@@ -153,10 +174,8 @@ def test_kill_mid_trial_then_resume(shm_dir, tmp_path):
     # SIGKILL mid-trial of the resumed run: its server and scratch outlive it until the next
     # run reaps them.
     log = tmp_path / "killed-run.stderr"
-    with open(log, "w") as err_file:
-        p = subprocess.Popen([*cmd, "--resume"], cwd=REPO, stderr=err_file, env=env)
-    _wait_running(out, 2, lambda: list(scratch.glob("pmem-advisor-tune-*/golden")), proc=p,
-                  log=log)
+    p = _start([*cmd, "--resume"], log, env)
+    _wait_running(out, 2, p, log, lambda: list(scratch.glob("pmem-advisor-tune-*/golden")))
     p.send_signal(signal.SIGKILL)
     p.wait()
     assert list(scratch.glob("pmem-advisor-tune-*"))
