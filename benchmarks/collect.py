@@ -368,7 +368,7 @@ def open_real(scn: Scenario, *, log: Callable[[str], None]) -> CollectContext:
     from pmem_advisor.engines.api import EvalRequest
     from pmem_advisor.engines.registry import get_engine
     from pmem_advisor.instances import pick_server
-    from pmem_advisor.instances.cgroup import CgroupUnavailable, MemoryCgroup, evict_page_cache
+    from pmem_advisor.instances.cgroup import CgroupUnavailable, MemoryCgroup
     from pmem_advisor.knobs.catalog import load_catalog
     from pmem_advisor.probes.profile import probe
     from pmem_advisor.probes.sysaccess import SysAccess
@@ -417,14 +417,13 @@ def open_real(scn: Scenario, *, log: Callable[[str], None]) -> CollectContext:
         log(f"[{scn.name}] {budget_note}")
 
         class BudgetedEvaluator(ManagedEvaluator):
-            """The tuner's evaluator, with the server in the cgroup and the restored copy's
-            pages evicted (they were charged to the copying process, not to the server)."""
+            """The tuner's evaluator, with the server in the cgroup (the restore already
+            evicted the copy's pages: they were charged to the copying process)."""
 
             def _prepare(self, config: TrialConfig) -> Any:
                 inst = super()._prepare(config)
                 if group is not None:
                     inst.cgroup = group
-                    evict_page_cache([d for d in (inst.data_dir, inst.wal_dir) if d])
                     _reset_peak(group)
                 return inst
 

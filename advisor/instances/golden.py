@@ -5,7 +5,9 @@ every trial and skew timings) and stored under ``<golden_dir>/<golden_key>-<name
 data directory and, when separate, the WAL/redo directory. ``golden_key`` hashes the init-time
 settings, so one golden copy serves every trial with the same init settings, and instances
 created with the same ``golden_dir`` share it. Copies use ``cp --reflink=auto``: a clone on
-XFS/btrfs, a plain copy elsewhere (tmpfs copies at memory speed).
+XFS/btrfs, a plain copy elsewhere (tmpfs copies at memory speed). A restored copy leaves no
+pages of its own in the page cache: the first reads of a trial come from the medium, within the
+server's budget, as they would after a restart in production.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from pmem_advisor.errors import EnvironmentProblem, ServerError, UsageError
 from pmem_advisor.fileio import write_file_safely
+from pmem_advisor.instances.cgroup import evict_page_cache
 
 if TYPE_CHECKING:
     from pmem_advisor.instances.base import Instance
@@ -109,4 +112,7 @@ def put_back(inst: Instance, name: str = "golden") -> float:
             # nor may the copy bring the marker of the instance that took the snapshot
             (src / part / MARKER).unlink(missing_ok=True)
             copy_tree(src / part, d)
+            # The copy's pages sit in the page cache, charged to us, not to the server's
+            # budget: dropped, the trial reads the medium under test (on tmpfs, a no-op).
+            evict_page_cache([d])
     return time.monotonic() - started

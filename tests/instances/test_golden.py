@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
 import psycopg
 import pymysql
@@ -148,3 +152,32 @@ def test_a_restore_into_a_fresh_empty_directory_marks_it_before_copying(shm_dir,
         rec = next(r for r in registry.load_all() if r.id == inst.id)
         assert registry.remove_files(rec) == [] and not list(data.iterdir())
         monkeypatch.undo()
+
+
+def _resident_bytes(tree) -> tuple[int, int]:
+    """(bytes of ``tree``'s regular files in the page cache, their total size), by fincore."""
+    files = [str(p) for p in tree.rglob("*") if p.is_file() and not p.is_symlink()]
+    r = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "--output", "RES,SIZE",
+                        *files], capture_output=True, text=True, check=True)
+    pairs = [tuple(map(int, line.split())) for line in r.stdout.splitlines() if line.strip()]
+    return sum(res for res, _ in pairs), sum(size for _, size in pairs)
+
+
+@pytest.mark.skipif(shutil.which("fincore") is None, reason="fincore (util-linux) not installed")
+def test_a_restored_copy_on_disk_leaves_no_pages_in_the_page_cache(tmp_path):
+    """The copy is written by the tuner, outside the server's memory budget: its pages left in
+    the cache would serve the trial's reads for free and hide every memory knob."""
+    root = Path(tempfile.mkdtemp(prefix="pmem-advisor-test-", dir="/var/tmp"))
+    try:
+        os.chmod(root, 0o755)
+        with create_instance(find_server("pg-debian"), data_dir=root / "data",
+                             golden_dir=tmp_path / "golden") as inst:
+            inst.initialize()
+            inst.snapshot("golden")
+            _, size = _resident_bytes(root / "data")
+            inst.restore("golden")
+            resident, size = _resident_bytes(root / "data")
+            assert size > 20 * 1024**2  # a real cluster was copied
+            assert resident < size / 10, (resident, size)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

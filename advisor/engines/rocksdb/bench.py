@@ -22,6 +22,7 @@ from typing import Any
 from pmem_advisor.engines.rocksdb.workload import KEY_NOTE, failure_reason, parse_output
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.fileio import write_file_safely
+from pmem_advisor.instances.cgroup import evict_page_cache
 from pmem_advisor.instances.privileges import chown_tree, hand_over, require_reachable, server_user
 from pmem_advisor.instances.registry import RunScratch
 from pmem_advisor.knobs.emit import Header, Setting
@@ -129,6 +130,9 @@ class RocksDBEvaluator(Evaluator):
         try:
             db = trial / "db"
             shutil.copytree(self.golden, db)
+            # the copy's pages sit in the page cache, outside the budget's cgroup: dropped,
+            # the block cache and the medium decide the reads (a no-op on tmpfs)
+            evicted = evict_page_cache([db])
             options = trial / "OPTIONS.ini"
             write_file_safely(options, emitted.text, backup=False, mode=0o644)
             hand_over(trial, self.user, 0o700)
@@ -137,7 +141,8 @@ class RocksDBEvaluator(Evaluator):
                      f"--sync={'true' if sync else 'false'}",
                      f"--disable_wal={'true' if disable_wal else 'false'}"]
             raw: dict[str, Any] = {"sync": sync, "disable_wal": disable_wal, "keys": KEY_NOTE,
-                                   "clients": self.clients, "scale": self.scale}
+                                   "clients": self.clients, "scale": self.scale,
+                                   "page_cache_evicted_bytes": evicted}
             if self.warmup > 0:
                 rc, out = self._run(db, flags, self.warmup)
                 if rc != 0:

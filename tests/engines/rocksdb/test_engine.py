@@ -75,6 +75,9 @@ def test_evaluator_tiny(where):
             assert ok.ok, ok.failure
             assert ok.throughput_tps > 0 and ok.latency_ms["p99"] is not None
             assert ok.raw["sync"] is True  # durable writes unless --allow-unsafe says so
+            # the trial's copy left the page cache before db_bench read it (outside the
+            # budget's cgroup, its pages would serve reads no block cache size changes)
+            assert ok.raw["page_cache_evicted_bytes"] > 1 << 20
             again = ev.evaluate(TrialConfig({}))
             assert again.ok and ev.initialisations == 1  # one golden copy for every trial
             refused = ev.evaluate(TrialConfig({"allow_mmap_writes": True,
