@@ -81,6 +81,8 @@ def take(inst: Instance, name: str = "golden") -> Path:
             "copy_seconds": round(time.monotonic() - started, 3),
         }
         write_file_safely(tmp / "meta.json", json.dumps(meta, indent=1), backup=False)
+        # written back now, not by the kernel during the first trials' measurements
+        evict_page_cache([tmp])
         if target.exists():
             shutil.rmtree(target)
         os.rename(tmp, target)
