@@ -16,9 +16,9 @@ from the buffer pool [...] too quickly for caching to provide a significant bene
 about 1000 for "a higher-end, bus-attached SSD" and nothing above 20000 "unless you are certain
 that lower values are insufficient". A measured IOPS figure is the device's peak at a deep
 queue (fio, depth 32), not the flushing rate the workload needs: on the fast virtio disk here
-(75,483 write IOPS) the baseline's 20,000 would be the search's floor at half of it. Measured
-on that disk (benchmarks/data/mariadb1011-oltp-*-disk.jsonl, MariaDB 10.11, 1 GiB): rows with
-an io_capacity of 1,000-2,500 are among the fastest of both workloads.
+(75,483 write IOPS) the baseline is 20,000 and half of it, 10,000, was the search's floor.
+Measured on that disk (benchmarks/data/mariadb1011-oltp-*-disk.jsonl, MariaDB 10.11, 1 GiB):
+the rows with an io_capacity of 1,177 and 2,447 are among the fastest of both workloads.
 
 Recommendation: search ``innodb_io_capacity`` from half the medium's typical figure (1000 on
 an SSD: the manual's higher-end SSD; never above half the baseline) to four times the
