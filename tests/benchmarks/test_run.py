@@ -87,6 +87,26 @@ def test_a_scenario_never_learns_from_its_own_dataset(data_dir):
     assert arm.importance[0] == "x"  # the rules' important knob first
 
 
+def test_the_defaults_are_a_warm_start_only_inside_the_rules_bounds(data_dir, tmp_path):
+    """Defaults the rules' bounds exclude would be clipped into them: neither the defaults nor
+    the rules, one of the first few trials spent on it. Inside the bounds they stay."""
+    def arm_with(bounds):
+        d = tmp_path / str(len(list(tmp_path.iterdir())))
+        d.mkdir()
+        (d / "syn-a.jsonl").write_bytes((data_dir / "syn-a.jsonl").read_bytes())
+        prov = json.loads((data_dir / "syn-a.provenance.json").read_text())
+        prov["rules"]["bounds"] = bounds
+        (d / "syn-a.provenance.json").write_text(json.dumps(prov))
+        data = surrogate.load_scenario("syn-a", d)
+        return run.advisor_arm(data, run.harness_space(data), d)[0]
+
+    defaults = {"x": 10, "y": 10.0, "mode": "a"}  # the synthetic server's
+    assert arm_with({}).warm == [defaults]
+    assert arm_with({"x": [5, 80], "mode": ["a", "b"]}).warm == [defaults]
+    assert arm_with({"x": [40, 80]}).warm == []  # x=10 is below the rules' floor
+    assert arm_with({"mode": ["b"]}).warm == []
+
+
 def test_a_poor_surrogate_is_refused_with_its_figures(tmp_path, capsys):
     make_dataset(tmp_path, "syn-noise", rows=40, seed=2, noise=0.6, force=True)
     rc = run.main(["--data-dir", str(tmp_path), "--out", str(tmp_path / "out"), *FAST])
