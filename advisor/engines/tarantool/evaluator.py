@@ -35,6 +35,8 @@ class TarantoolEvaluator(ManagedEvaluator):
 
     def _load_config(self) -> str:
         # the load need not be durable; its arena must hold the data with room to spare
+        if getattr(self.workload, "storage_engine", None) == "vinyl":
+            return "box.cfg{wal_mode = 'write', vinyl_memory = 268435456}\n"  # fewer dumps
         arena = max(256 << 20, int((self.workload.data_bytes(self.scale) or 0) * 1.5))
         arena = -(-arena // (64 << 20)) * (64 << 20)
         return f"box.cfg{{wal_mode = 'write', memtx_memory = {arena}}}\n"
