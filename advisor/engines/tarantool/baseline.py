@@ -106,9 +106,10 @@ def _vinyl_effects(f: Facts) -> list:
 
 class TarantoolBaseline(Rule):
     id = "TT-BASE"
-    title = "Tarantool dedicated-server sizing (memtx arena from the RAM budget, fsync WAL)"
+    title = ("Tarantool dedicated-server sizing (memtx arena, or vinyl's caches when the data "
+             "is in vinyl, from the RAM budget; fsync WAL)")
     insights = ()
-    paper = "Tarantool 2.6 manual (memtx_memory, wal_mode)"
+    paper = "Tarantool 2.6 manual (memtx_memory, vinyl_cache, vinyl_memory, wal_mode)"
     priority = PRIORITY_BASELINE
     engines = ("tarantool",)
 
