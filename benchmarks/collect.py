@@ -400,10 +400,12 @@ def open_real(scn: Scenario, *, log: Callable[[str], None]) -> CollectContext:
         # the data's demands (an arena that holds it) bound every arm's space, as in tune
         limits = data_limits(engine, workload, scn.scale, catalog, specs, limits, {},
                              binary=binary, budget_bytes=scn.memory_bytes)
-        space = build_space(specs, **common, important=[], use_rules=False, limits=limits)
+        space = build_space(specs, **common, important=[], use_rules=False, limits=limits,
+                            extra_knobs=engine.workload_knobs(workload))
         facts = build_facts(profile, **common, workload=scn.rules_workload,
                             data_dir=str(root), wal_dir=str(root), memory_bytes=scn.memory_bytes,
-                            cpus=scn.cpus, clients=scn.clients)
+                            cpus=scn.cpus, clients=scn.clients,
+                            storage_engine=getattr(workload, "storage_engine", None))
         rec = recommend(facts)
         rules = rules_config(rec, catalog)
         budget_note = ""

@@ -146,6 +146,7 @@ def current_rules(scn: dict[str, Any]) -> dict[str, Any] | None:
     from pmem_advisor.probes.sysaccess import SysAccess
     from pmem_advisor.rules.combine import recommend
     from pmem_advisor.rules.facts import build_facts
+    from pmem_advisor.workloads.registry import get_workload
 
     from .collect import rules_config
     from .scenario import validate
@@ -156,9 +157,11 @@ def current_rules(scn: dict[str, Any]) -> dict[str, Any] | None:
             return None
         catalog = load_catalog(s.engine, s.flavour, s.version)
         common = {"engine": s.engine, "flavour": s.flavour, "version": catalog.version}
+        workload = get_workload(s.workload, engine=s.engine, **s.workload_options)
         facts = build_facts(probe(SysAccess("/"), [s.path]), **common,
                             workload=s.rules_workload, data_dir=s.path, wal_dir=s.path,
-                            memory_bytes=s.memory_bytes, cpus=s.cpus, clients=s.clients)
+                            memory_bytes=s.memory_bytes, cpus=s.cpus, clients=s.clients,
+                            storage_engine=getattr(workload, "storage_engine", None))
         rec = recommend(facts)
     except (AdvisorError, OSError, KeyError, ValueError):
         return None

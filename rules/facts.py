@@ -92,6 +92,9 @@ class Facts:
     interleave_cpuless: bool = False  # the user asked to interleave over CPU-less nodes too
     bound_node: int | None = None  # sized for this NUMA node (a rule binds the server to it)
     memory_source: str = "host"  # where memory_bytes came from (rules/budget.py)
+    # the storage engine holding the data where the engine has several (Tarantool: memtx,
+    # vinyl); None = the engine's default one
+    storage_engine: str | None = None
 
     @property
     def data_in_memory(self) -> bool:
@@ -448,7 +451,8 @@ def build_facts(profile: dict, *, engine: str | None, flavour: str | None = None
                 clients: int | None = None, allow_unsafe: bool = False,
                 root: str | None = None, medium: str | None = None,
                 numa_node: int | None = None, features=(),
-                interleave_cpuless: bool = False, target: bool = False) -> Facts:
+                interleave_cpuless: bool = False, target: bool = False,
+                storage_engine: str | None = None) -> Facts:
     """Facts for the rules; raises UsageError/InputError with one line on bad input.
 
     ``target``: ``--memory``/``--cpus``/``--medium`` describe the host the config is for,
@@ -509,6 +513,7 @@ def build_facts(profile: dict, *, engine: str | None, flavour: str | None = None
         memory_source=mem_source,
         features=frozenset(features),
         interleave_cpuless=interleave_cpuless,
+        storage_engine=storage_engine,
     )
     if numa_node is not None:
         facts = replace(facts, bound_node=numa_node)

@@ -163,6 +163,9 @@ class Workload(ABC):
     # Scale units each client needs to avoid measuring lock contention on shared rows
     # (pgbench: one branch row per scale unit, updated by every transaction).
     scale_per_client: int = 0
+    # Where the data lives when the engine has several storage engines (Tarantool: "memtx" in
+    # RAM or "vinyl" on disk); the rules size the memory for it. None: the engine has one.
+    storage_engine: str | None = None
 
     def data_bytes(self, scale: int) -> int | None:
         """Approximate size of the data ``load(scale)`` creates."""

@@ -439,6 +439,11 @@ class Engine(ABC):
         """Knobs ``tune`` searches when the rules name none."""
         return list(self.spec.tuning.get("default_knobs") or ())
 
+    def workload_knobs(self, workload: Any) -> list[str]:
+        """Knobs searched beside the defaults because of where ``workload`` keeps its data
+        (Tarantool's vinyl caches when its data is in vinyl). Default: none."""
+        return []
+
     @property
     def host_derived_defaults(self) -> bool:
         """Whether a catalog default may be derived from the host (DuckDB's memory_limit: 80%

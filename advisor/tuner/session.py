@@ -186,7 +186,7 @@ def _profile(req: TuneRequest) -> dict:
 
 
 def _recommendation(req: TuneRequest, binary: Any, catalog: Any, kind: str, profile: dict,
-                    target: ProductionTarget) -> Any:
+                    target: ProductionTarget, storage_engine: str | None = None) -> Any:
     """The rules' recommendation for the production target on this machine's hardware."""
     from pmem_advisor.rules.combine import recommend
     from pmem_advisor.rules.facts import build_facts
@@ -194,7 +194,8 @@ def _recommendation(req: TuneRequest, binary: Any, catalog: Any, kind: str, prof
     facts = build_facts(profile, engine=req.engine, flavour=binary.flavour,
                         version=binary.version, workload=kind, data_dir=_data_dir(req),
                         wal_dir=req.wal_dir, clients=target.connections,
-                        allow_unsafe=req.allow_unsafe, memory_bytes=target.memory_bytes)
+                        allow_unsafe=req.allow_unsafe, memory_bytes=target.memory_bytes,
+                        storage_engine=storage_engine)
     return recommend(facts, catalog=catalog)
 
 
@@ -522,7 +523,8 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
     storage = open_storage(url, heartbeat_s=req.heartbeat_s)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     name = req.study or f"{binary.flavour}-{req.workload}-{req.objective}"
-    rec = _recommendation(req, binary, catalog, workload.kind, profile, target)
+    rec = _recommendation(req, binary, catalog, workload.kind, profile, target,
+                          getattr(workload, "storage_engine", None))
     buffer = engine.main_buffer
     scale, notes, warns = choose_scale(
         workload, scale=req.scale, clients=req.clients,
@@ -551,7 +553,8 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
         important=list(rec.important), bounds=rec.bounds, priors=rec.priors,
         rule_settings={s.name: s.value for s in rec.settings},
         reasons={s.name: f"{s.rule}: {s.reason}" for s in rec.settings},
-        extra_knobs=req.knobs, allow_unsafe=req.allow_unsafe, use_rules=req.use_rules,
+        extra_knobs=list(dict.fromkeys([*req.knobs, *engine.workload_knobs(workload)])),
+        allow_unsafe=req.allow_unsafe, use_rules=req.use_rules,
         limits=limits,
     )
     notes += space.fix_notes

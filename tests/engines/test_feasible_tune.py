@@ -17,10 +17,13 @@ from pmem_advisor.errors import EnvironmentProblem
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
-CASES = {  # engine: (workload, scale, the baseline fix the defaults need, or None)
-    "rocksdb": ("ycsb-b", 2, None),
-    "duckdb": ("olap-tpch-lite", 1, "memory_limit"),
-    "tarantool": ("ycsb-b", 160, "memtx_memory"),  # ~176 MB of tuples: 256 MiB cannot hold it
+CASES = {  # case: (engine, workload, scale, the baseline fix the defaults need, or None)
+    "rocksdb": ("rocksdb", "ycsb-b", 2, None),
+    "duckdb": ("duckdb", "olap-tpch-lite", 1, "memory_limit"),
+    # ~176 MB of tuples: 256 MiB cannot hold it
+    "tarantool": ("tarantool", "ycsb-b", 160, "memtx_memory"),
+    # data in vinyl: memtx holds none of it, vinyl's quotas are searched
+    "tarantool-vinyl": ("tarantool", "ycsb-b-vinyl", 20, None),
 }
 
 
@@ -33,12 +36,12 @@ def _runs_here(engine: str) -> str | None:
 
 
 @pytest.mark.parametrize("where", ["/dev/shm", "/var/tmp"])
-@pytest.mark.parametrize("engine", sorted(CASES))
-def test_every_trial_completes(run_cli, tmp_path, engine, where):
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_trial_completes(run_cli, tmp_path, case, where):
+    engine, workload, scale, fix = CASES[case]
     missing = _runs_here(engine)
     if missing:
         pytest.skip(missing)
-    workload, scale, fix = CASES[engine]
     base = Path(tempfile.mkdtemp(prefix=f"feasible-{engine}-", dir=where))
     base.chmod(0o711)  # the unprivileged server user must reach the data directory
     out = tmp_path / "out"
@@ -57,6 +60,8 @@ def test_every_trial_completes(run_cli, tmp_path, engine, where):
     if fix:
         assert f"defaults baseline: {fix}" in stderr  # said where the user reads it
         assert any(f"defaults baseline: {fix}" in n for n in summary["meta"]["data_notes"])
+    else:
+        assert "defaults baseline:" not in stderr
 
 
 def test_a_scale_beyond_the_budget_is_refused_before_loading(run_cli, tmp_path):

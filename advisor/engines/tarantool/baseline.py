@@ -1,5 +1,6 @@
 """Tarantool baseline for a dedicated server: memtx holds every tuple and index in RAM, so its
-arena is sized from the RAM budget, worst case accounted (``TarantoolEngine.memory``).
+arena is sized from the RAM budget, worst case accounted (``TarantoolEngine.memory``). When the
+data is in vinyl (``Facts.storage_engine``), the budget goes to vinyl's tuple cache instead.
 
 memtx_memory is a hard quota: data beyond it fails to insert ("Failed to allocate"), so it
 must hold the data set; what it may take is what the budget leaves after the vinyl quotas, the
@@ -24,6 +25,18 @@ CONNECTIONS = {"oltp": 100, "olap": 16, "mixed": 50, "kv": 100}
 SHARE = 0.75  # of the budget for memtx; the rest: OS, page cache for xlog/snap, vinyl, runtime
 
 RUNTIME_BYTES = 64 * MB
+MANUAL = "https://www.tarantool.io/en/doc/2.6/book/box/engines/vinyl/"
+
+# Data in vinyl (Tarantool 2.6 manual, "Storing data with vinyl" and the box.cfg reference):
+# memtx then holds only the system spaces; vinyl_memory is L0, the in-memory level every write
+# enters (a full L0 is dumped to a run file, and writes wait while it is); vinyl_cache keeps
+# recently read tuples. A read the tuple cache misses looks the key up in the run files'
+# page indexes and bloom filters and reads a whole vinyl_page_size page (8 KB) through a
+# vinyl read thread and the OS page cache; the page cache also holds the 7 cold records
+# beside each hot one, so a budget's memory holds several times more hot tuples as tuples.
+VINYL_MEMTX = 64 * MB  # system spaces and small lookup spaces; 32 MB is 2.6's minimum
+VINYL_DEFAULT = 128 * MB  # 2.6's default of vinyl_memory and vinyl_cache
+VINYL_STEP = 16 * MB
 
 
 # An arena that holds data_bytes of tuples and indexes: slab classes round each tuple up (by
@@ -51,11 +64,52 @@ def memtx_memory(f: Facts) -> int:
     return max(MIN_ARENA, arena // ARENA_STEP * ARENA_STEP)
 
 
+def in_vinyl(f: Facts) -> bool:
+    return f.storage_engine == "vinyl"
+
+
+def vinyl_memory(f: Facts) -> int:
+    """L0: 1/8 of the budget, at least the 128 MB default."""
+    return max(VINYL_DEFAULT, f.memory_bytes // 8 // VINYL_STEP * VINYL_STEP)
+
+
+def vinyl_cache(f: Facts) -> int:
+    """3/4 of the budget less memtx, L0, the runtime and the connections' buffers; the last
+    quarter stays for the OS page cache (run pages read, the WAL written)."""
+    others = VINYL_MEMTX + vinyl_memory(f) + RUNTIME_BYTES + connections(f) * 2 * 16320
+    cache = int(f.memory_bytes * SHARE) - others
+    return max(VINYL_DEFAULT, cache // VINYL_STEP * VINYL_STEP)
+
+
+def _vinyl_effects(f: Facts) -> list:
+    cache, l0, budget = vinyl_cache(f), vinyl_memory(f), human_bytes(f.memory_bytes)
+    return [
+        Set("memtx_memory", Bytes(VINYL_MEMTX),
+            "the data is in vinyl: memtx holds only the system spaces (and small memtx "
+            "spaces); the budget goes to vinyl's caches"),
+        Set("vinyl_cache", Bytes(cache),
+            f"vinyl keeps recently read tuples in its own cache ({MANUAL}): a hit skips the "
+            "run files' page index, a read thread and an 8 KB page read, where the OS page "
+            "cache would hold a whole page for each hot tuple; "
+            f"{SHARE:.0%} of the {budget} budget less memtx, L0, runtime and "
+            f"{connections(f)} connections' buffers (the rest: page cache for run pages and "
+            "the WAL)"),
+        Bound("vinyl_cache", lo=Bytes(max(VINYL_DEFAULT, cache // 2)), hi=Bytes(cache),
+              reason="at most what the budget leaves after the other quotas; at least half"),
+        Set("vinyl_memory", Bytes(l0),
+            f"L0, vinyl's in-memory level: writes wait while a full one is dumped to disk "
+            f"({MANUAL}); 1/8 of the {budget} budget, at least the 128 MB default"),
+        Bound("vinyl_memory", lo=Bytes(VINYL_DEFAULT // 2), hi=Bytes(l0),
+              reason="at most its share of the budget"),
+    ]
+
+
 class TarantoolBaseline(Rule):
     id = "TT-BASE"
-    title = "Tarantool dedicated-server sizing (memtx arena from the RAM budget, fsync WAL)"
+    title = ("Tarantool dedicated-server sizing (memtx arena, or vinyl's caches when the data "
+             "is in vinyl, from the RAM budget; fsync WAL)")
     insights = ()
-    paper = "Tarantool 2.6 manual (memtx_memory, wal_mode)"
+    paper = "Tarantool 2.6 manual (memtx_memory, vinyl_cache, vinyl_memory, wal_mode)"
     priority = PRIORITY_BASELINE
     engines = ("tarantool",)
 
@@ -64,7 +118,7 @@ class TarantoolBaseline(Rule):
 
     def effects(self, f: Facts):
         arena = memtx_memory(f)
-        out = [
+        out = _vinyl_effects(f) if in_vinyl(f) else [
             Set("memtx_memory", Bytes(arena),
                 f"memtx keeps all data in RAM: {SHARE:.0%} of the {human_bytes(f.memory_bytes)}"
                 f" budget less vinyl quotas, runtime and {connections(f)} connections' buffers"),
@@ -72,6 +126,8 @@ class TarantoolBaseline(Rule):
             # fit the budget) nor so low that tune's data (a quarter of the budget) cannot fit
             Bound("memtx_memory", lo=Bytes(max(64 * MB, arena * 3 // 4)), hi=Bytes(arena),
                   reason="at most the arena that fits the budget; at least 3/4 of it"),
+        ]
+        out += [
             # requests here are ~1 KB records: a read buffer beyond 1 MB only costs memory
             # per connection (the worst case counts two of them per connection)
             Bound("readahead", lo=Bytes(16320), hi=Bytes(1 * MB),
@@ -92,15 +148,17 @@ class TarantoolBaseline(Rule):
 
 
 def fit_memtx(engine: Any, rec: Any, view: Any, budget: int) -> None:
-    """Lower memtx_memory until the worst case fits ``budget`` (it is the only big quota)."""
+    """Lower the big quota (memtx_memory; vinyl_cache when the data is in vinyl) until the
+    worst case fits ``budget``."""
     f = rec.facts
+    name, step = ("vinyl_cache", VINYL_STEP) if in_vinyl(f) else ("memtx_memory", ARENA_STEP)
     settings = {s.name: s.value for s in rec.settings}
     est = engine.memory(settings, flavour="tarantool", version=f.version,
                         catalog=view.catalog, connections=connections(f))
     if est.total_bytes <= budget:
         return
-    arena = next(p.bytes for p in est.parts if p.name == "memtx_memory")
-    new = max(32 * MB, (arena - (est.total_bytes - budget)) // ARENA_STEP * ARENA_STEP)
-    put_setting(rec, view, "memtx_memory", Bytes(new),
-         f"lowered from {gib(arena)} so the worst case ({gib(est.total_bytes)} with "
+    have = next(p.bytes for p in est.parts if p.name == name)
+    new = max(32 * MB, (have - (est.total_bytes - budget)) // step * step)
+    put_setting(rec, view, name, Bytes(new),
+         f"lowered from {gib(have)} so the worst case ({gib(est.total_bytes)} with "
          f"{est.connections} connections) fits the {gib(budget)} budget")

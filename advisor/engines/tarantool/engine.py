@@ -27,6 +27,9 @@ from pmem_advisor.knobs.emit import Header
 from pmem_advisor.rules.memory import MemoryEstimate, MemoryPart
 
 MB = 1 << 20
+# searched beside the engine's default knobs when the data is in vinyl (vinyl_page_size is not:
+# box.cfg's value only applies to indexes created after it)
+VINYL_KNOBS = ("vinyl_cache", "vinyl_memory", "vinyl_read_threads")
 # Tarantool's own process beyond the arenas: binary, LuaJIT heap of the init script, the WAL
 # and iproto threads' buffers. An idle 2.6 instance here holds ~30 MB RSS; 64 MB leaves room.
 ASSUMPTIONS = (
@@ -110,6 +113,8 @@ class TarantoolEngine(ServerEngine):
         from pmem_advisor.tuner.feasible import DataBound
 
         out = []
+        if getattr(workload, "storage_engine", None) == "vinyl":
+            return out  # the data is on disk: memtx holds only the system spaces
         data = workload.data_bytes(scale)
         if data:
             out.append(DataBound(
@@ -125,6 +130,12 @@ class TarantoolEngine(ServerEngine):
                 reason=f"the smallest allocation unit at most the workload's tuples "
                        f"(~{record} B): every tuple takes at least one unit"))
         return out
+
+    def workload_knobs(self, workload: Any) -> list[str]:
+        """Vinyl's memory and read threads, searched when the workload's data is in vinyl."""
+        if getattr(workload, "storage_engine", None) == "vinyl":
+            return list(VINYL_KNOBS)
+        return []
 
     def apply_lines(self, path: str, settings: Mapping[str, str], restart: list[str],
                     flavour: str | None = None) -> list[str]:

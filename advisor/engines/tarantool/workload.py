@@ -8,6 +8,12 @@ client, so what is measured is the server, not a third-party driver. One client 
 Scale = thousands of 1 KB records (an unsigned key plus ten 100-byte fields, as K23's YCSB
 runs and I17's micro-benchmark use). Mixes are YCSB's core workloads A (50/50), B (95/5) and
 C (read only); a write is a ``replace`` of the whole record, as in I17 §5.1.
+
+The space is memtx (I17's engine, all data in RAM) unless the name ends in ``-vinyl``: then it
+is a vinyl space (Tarantool's LSM tree, data on disk, a tuple cache and an in-memory level in
+RAM), the engine for data larger than memory. Vinyl's records hold random bytes, as YCSB's
+do: it compresses its run files, and the constant fields of the memtx load would shrink the
+data on disk many times over, so no read would ever reach the disk.
 """
 
 from __future__ import annotations
@@ -25,7 +31,10 @@ from pmem_advisor.workloads.sysbench import LUA_DIR
 SCRIPT = Path(__file__).resolve().parent / "ycsb.lua"
 RECORDS_PER_SCALE = 1000
 READ_SHARE = {"ycsb-a": 0.5, "ycsb-b": 0.95, "ycsb-c": 1.0}
-NAMES = tuple(f"tarantool-{n}" for n in READ_SHARE)  # registry names next to the SQL ycsb-*
+SPACE_ENGINES = ("memtx", "vinyl")  # memtx: the plain names; vinyl: NAME-vinyl
+# registry names next to the SQL ycsb-*
+NAMES = tuple(f"tarantool-{n}{'' if e == 'memtx' else '-' + e}"
+              for e in SPACE_ENGINES for n in READ_SHARE)
 
 
 def _tarantool(conn: ConnInfo) -> str:
@@ -77,13 +86,15 @@ class TarantoolYcsb(Workload):
     bytes_per_scale = RECORDS_PER_SCALE * 1100  # 1 KB of fields + key, tuple and index overhead
     record_bytes = 1024  # one tuple as memtx stores it (space:bsize() / len() on 2.6.0)
     read_share = 0.95
+    storage_engine = "memtx"  # or "vinyl": where the records live (see the module docstring)
 
     def load(self, conn: ConnInfo, scale: int) -> None:
         self.check_engine(conn)
         if scale < 1:
             raise UsageError(f"scale must be at least 1, got {scale}")
         records = scale * RECORDS_PER_SCALE
-        answer = run_client(conn, "load", {"records": records}, timeout=600 + records / 500)
+        answer = run_client(conn, "load", {"records": records, "engine": self.storage_engine},
+                            timeout=600 + records / 500)
         if int(answer.get("records") or 0) != records:
             raise EnvironmentProblem(f"{self.name}: loaded {answer.get('records')} of "
                                      f"{records} records")
@@ -104,7 +115,7 @@ class TarantoolYcsb(Workload):
                   warmup: float) -> WorkloadResult:
         records = self.loaded_scale(conn) * RECORDS_PER_SCALE
         opts = {"records": records, "clients": clients, "read_share": self.read_share,
-                "duration": duration, "warmup": warmup}
+                "duration": duration, "warmup": warmup, "engine": self.storage_engine}
         answer = run_client(conn, "run", opts, timeout=duration + warmup + 120)
         ops, errors = int(answer.get("ops") or 0), int(answer.get("errors") or 0)
         seconds = float(answer.get("seconds") or duration)
@@ -117,21 +128,25 @@ class TarantoolYcsb(Workload):
             conn, clients, throughput_tps=ops / seconds,
             latency_ms=percentiles_from_histogram(buckets), errors=errors, duration_s=seconds,
             raw={"operations": ops, "read_share": self.read_share, "records": records,
+                 "storage_engine": self.storage_engine,
                  "first_error": answer.get("first_error"), "client": "tarantool net.box"},
         )
 
 
-def _workload(name: str) -> type[TarantoolYcsb]:
-    share = READ_SHARE[name]
+def _workload(mix: str, engine: str) -> type[TarantoolYcsb]:
+    share, letter = READ_SHARE[mix], mix[-1].upper()
+    vinyl = engine == "vinyl"
     return type(
-        "TarantoolYcsb" + name[-1].upper(), (TarantoolYcsb,),
-        {"name": name, "read_share": share, "write_heavy": share < 0.9,
-         "__doc__": f"YCSB {name[-1].upper()} on Tarantool: {share:.0%} reads, "
+        f"TarantoolYcsb{letter}{'Vinyl' if vinyl else ''}", (TarantoolYcsb,),
+        {"name": mix + ("-vinyl" if vinyl else ""), "read_share": share,
+         "write_heavy": share < 0.9, "storage_engine": engine,
+         "__doc__": f"YCSB {letter} on Tarantool ({engine}): {share:.0%} reads, "
                     f"{1 - share:.0%} replaces"},
     )
 
 
-WORKLOADS: dict[str, type[TarantoolYcsb]] = {name: _workload(name) for name in READ_SHARE}
+WORKLOADS: dict[str, type[TarantoolYcsb]] = {
+    w.name: w for w in (_workload(mix, e) for e in SPACE_ENGINES for mix in READ_SHARE)}
 
 
 def get_tarantool_workload(name: str, **options: Any) -> TarantoolYcsb:

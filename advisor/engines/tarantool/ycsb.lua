@@ -2,9 +2,11 @@
 --   tarantool tarantool_ycsb.lua <eval|load|run> <unix socket> '<json options>'
 -- It connects with net.box over the instance's unix socket and prints one JSON line.
 -- Records as in K23's YCSB runs and I17's micro-benchmark: an unsigned key and ten 100-byte
--- fields (1 KB per record) in the memtx space `usertable`; reads are `select` by key, writes
--- are `replace` of the whole record (I17 §5.1); keys are scrambled-zipfian (theta 0.99),
--- YCSB's default request distribution (the shared helper of the sysbench YCSB script).
+-- fields (1 KB per record) in the space `usertable` (memtx, or vinyl when opts.engine says so);
+-- reads are `select` by key, writes are `replace` of the whole record (I17 §5.1); keys are
+-- scrambled-zipfian (theta 0.99), YCSB's default request distribution (the shared helper of
+-- the sysbench YCSB script). Vinyl's fields are random bytes, as YCSB's are: vinyl compresses
+-- its run files, and constant fields would shrink the data on disk many times over.
 local json = require('json')
 local fiber = require('fiber')
 local clock = require('clock')
@@ -42,19 +44,28 @@ local ok, err = pcall(function()
         -- runs inside the server: one transaction per 1000 records, then a snapshot so the
         -- golden copy recovers from a .snap instead of replaying the load's WAL
         c:eval([[
-            local records = ...
+            local records, engine = ...
             local s = box.space.usertable
+            if s ~= nil and s.engine ~= engine then
+                s:drop()
+                s = nil
+            end
             if s == nil then
-                s = box.schema.space.create('usertable', {engine = 'memtx'})
+                s = box.schema.space.create('usertable', {engine = engine})
                 s:create_index('primary', {type = 'tree', parts = {1, 'unsigned'}})
             end
             s:truncate()
+            local urandom = require('digest').urandom
             local fields = {}
             for f = 1, 10 do fields[f] = string.rep(string.char(96 + f), 100) end
             local i = 1
             while i <= records do
                 box.begin()
                 for k = i, math.min(i + 999, records) do
+                    if engine == 'vinyl' then
+                        local r = urandom(1000)
+                        for f = 1, 10 do fields[f] = r:sub(f * 100 - 99, f * 100) end
+                    end
                     s:replace{k, fields[1], fields[2], fields[3], fields[4], fields[5],
                               fields[6], fields[7], fields[8], fields[9], fields[10]}
                 end
@@ -62,8 +73,30 @@ local ok, err = pcall(function()
                 i = i + 1000
             end
             box.snapshot()
-        ]], {opts.records}, {timeout = 3600})
-        local n = c:eval('return box.space.usertable:len()')
+            if engine == 'vinyl' then
+                -- one run per range: every trial starts from the same LSM tree, and no
+                -- compaction left over from the load runs during a trial
+                local pk = s.index.primary
+                pk:compact()
+                while true do
+                    require('fiber').sleep(0.2)
+                    local sc, st = box.stat.vinyl().scheduler, pk:stat()
+                    if sc.tasks_inprogress == 0 and sc.compaction_queue == 0
+                            and st.run_count <= st.range_count then
+                        break
+                    end
+                end
+                -- a checkpoint removes the compacted runs, but only a new one: one write
+                -- (the loaded count, in a small memtx space) makes the snapshot not a no-op
+                local meta = box.schema.space.create('pmem_advisor_load', {if_not_exists = true})
+                meta:create_index('primary', {if_not_exists = true})
+                meta:replace{1, records}
+                box.snapshot()
+            end
+        ]], {opts.records, opts.engine or 'memtx'}, {timeout = 3600})
+        -- vinyl's len() counts statements, not tuples (an estimate): count() scans
+        local n = c:eval('local s = box.space.usertable '
+                         .. 'if s.engine == "vinyl" then return s:count() end return s:len()')
         out({ok = true, records = n, seconds = clock.monotonic() - t0})
         c:close()
     elseif mode == 'run' then
@@ -80,6 +113,14 @@ local ok, err = pcall(function()
         local next_key = zipfian(records, 0.99)
         local new = {}
         for f = 1, 10 do new[f] = string.rep(string.char(64 + f), 100) end
+        local pool = {}  -- vinyl: random records, as loaded (see the header)
+        if opts.engine == 'vinyl' then
+            for p = 1, 64 do
+                local r = require('digest').urandom(1000)
+                pool[p] = {}
+                for f = 1, 10 do pool[p][f] = r:sub(f * 100 - 99, f * 100) end
+            end
+        end
         -- latency histogram: bucket b holds latencies in [1.05^b, 1.05^(b+1)) microseconds
         local hist, ops, errors, first_error = {}, 0, 0, nil
         local measuring, stop = false, false
@@ -103,8 +144,9 @@ local ok, err = pcall(function()
                         if math.random() < read_share then
                             space:select{key}
                         else
-                            space:replace{key, new[1], new[2], new[3], new[4], new[5], new[6],
-                                          new[7], new[8], new[9], new[10]}
+                            local v = #pool > 0 and pool[math.random(#pool)] or new
+                            space:replace{key, v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8],
+                                          v[9], v[10]}
                         end
                     end)
                     if measuring then

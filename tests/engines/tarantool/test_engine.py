@@ -114,10 +114,17 @@ def test_unknown_option_suggests_the_closest(catalog):
 def test_engine_data_and_workloads():
     eng = _engine()
     assert eng.kind == "server" and eng.config_format == "tarantool-lua"
-    assert eng.workloads == ("ycsb-a", "ycsb-b", "ycsb-c")
+    assert eng.workloads == ("ycsb-a", "ycsb-b", "ycsb-c", "ycsb-a-vinyl", "ycsb-b-vinyl",
+                             "ycsb-c-vinyl")
     shares = {n: eng.workload(n).read_share for n in eng.workloads}
-    assert shares == {"ycsb-a": 0.5, "ycsb-b": 0.95, "ycsb-c": 1.0}
+    assert shares == {"ycsb-a": 0.5, "ycsb-b": 0.95, "ycsb-c": 1.0, "ycsb-a-vinyl": 0.5,
+                      "ycsb-b-vinyl": 0.95, "ycsb-c-vinyl": 1.0}
     assert eng.workload("ycsb-a").write_heavy and not eng.workload("ycsb-b").write_heavy
+    assert {n: eng.workload(n).storage_engine for n in ("ycsb-b", "tarantool-ycsb-b-vinyl")} \
+        == {"ycsb-b": "memtx", "tarantool-ycsb-b-vinyl": "vinyl"}
+    # vinyl's quotas are searched only when the data is in vinyl
+    assert eng.workload_knobs(eng.workload("ycsb-b")) == []
+    assert {"vinyl_cache", "vinyl_memory"} <= set(eng.workload_knobs(eng.workload("ycsb-c-vinyl")))
     with pytest.raises(UsageError, match="unknown Tarantool workload"):
         eng.workload("tpcc")
 
@@ -150,6 +157,41 @@ def test_recommend_fits_the_budget_and_is_durable():
                                                memory_bytes=512 * MB, workload="kv"))
     arena = next(s for s in small.settings if s.name == "memtx_memory").value
     assert small.memory.total_bytes <= 0.9 * 512 * MB and arena >= 32 * MB
+
+
+def test_recommend_data_in_vinyl_gives_the_budget_to_vinyls_cache():
+    """With the data in vinyl the memtx arena holds only the system spaces and vinyl's tuple
+    cache takes the budget's share (memtx's sizing would leave it at the 128 MB default with
+    384 MB of an empty arena); the worst case still fits, and the data sets no memtx bound."""
+    from pmem_advisor.rules import combine as rules_engine
+    from pmem_advisor.rules.facts import build_facts
+    from tests.rules.machines import make_profile
+
+    def rec(engine):
+        return rules_engine.recommend(build_facts(
+            make_profile("ssd"), engine="tarantool", data_dir="/var/lib/tarantool",
+            memory_bytes=1 * GB, workload="kv", clients=8, storage_engine=engine))
+
+    memtx, vinyl = rec(None), rec("vinyl")
+    assert rec("memtx").settings == memtx.settings  # memtx is the default
+    m = {s.name: s.value for s in memtx.settings}
+    v = {s.name: s.value for s in vinyl.settings}
+    assert m["memtx_memory"] == 384 * MB and "vinyl_cache" not in m
+    assert v["memtx_memory"] == 64 * MB and v["vinyl_memory"] == 128 * MB
+    assert v["vinyl_cache"] == 496 * MB  # 768 MB less memtx, L0, runtime, 18 connections
+    assert v["wal_mode"] == "fsync"
+    assert vinyl.memory.total_bytes <= 0.9 * GB
+    assert vinyl.bounds["vinyl_cache"] == (248 * MB, 496 * MB)
+    assert "vinyl_cache" in vinyl.important and "memtx_memory" not in vinyl.bounds
+    eng = _engine()
+    assert eng.data_bounds(eng.workload("ycsb-b-vinyl"), 2000, load()) == []
+    assert [b.knob for b in eng.data_bounds(eng.workload("ycsb-b"), 200, load())] == [
+        "memtx_memory", "memtx_min_tuple_size"]
+    # a budget too small for the shares: vinyl_cache gives way, never below the worst case
+    small = rules_engine.recommend(build_facts(
+        make_profile("small"), engine="tarantool", memory_bytes=512 * MB, workload="kv",
+        clients=8, storage_engine="vinyl"))
+    assert small.memory.total_bytes <= 0.9 * 512 * MB
 
 
 def test_apply_lines_are_lua():

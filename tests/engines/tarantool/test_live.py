@@ -151,6 +151,38 @@ def test_evaluator_tiny(base):
     assert not ev.scratch.exists()
 
 
+def test_evaluator_vinyl_keeps_random_records_on_disk(base):
+    """ycsb-b-vinyl: a vinyl space whose runs hold the records' random bytes (not compressed
+    away), compacted to one run per range at load; trials take vinyl's quotas."""
+    from pmem_advisor.engines.tarantool.workload import eval_lua
+    from pmem_advisor.tuner.evaluator import TrialConfig
+
+    eng = _engine()
+    ev = eng.evaluator(EvalRequest(BINARY, eng.workload("ycsb-b-vinyl"), scale=3, clients=2,
+                       duration=1.0, warmup=0.2, data_dir=base / "data", wal_dir=None,
+                       workdir=None, catalog=eng.catalog()))
+    with ev:
+        ok = ev.evaluate(TrialConfig({}))
+        assert ok.ok, ok.failure
+        assert ok.throughput_tps > 0 and ev.initialisations == 1
+        runs = list((base / "data").rglob("*.run"))
+        # 3,000 records of ten random 100-byte fields: ~3 MB on disk (constant fields would
+        # compress to a few KB)
+        assert sum(r.stat().st_size for r in runs) > 2_500_000, runs
+        inst = ev._prepare(TrialConfig({}))
+        inst.start("box.cfg{vinyl_cache = 201326592, memtx_memory = 67108864}\n")
+        try:
+            got = eval_lua(inst.conninfo, "local s = box.space.usertable local st = "
+                           "s.index.primary:stat() return {s.engine, s:count(), st.run_count, "
+                           "st.range_count, box.cfg.vinyl_cache}")
+        finally:
+            inst.stop()
+        assert got[:2] == ["vinyl", 3000]
+        assert got[2] <= got[3]  # compacted at load: one run per range
+        assert got[4] == 201326592
+    assert not ev.scratch.exists()
+
+
 def test_recommend_on_a_captured_pmem_machine_starts(tmp_path):
     from pmem_advisor.probes.profile import probe
     from pmem_advisor.probes.sysaccess import SysAccess

@@ -46,3 +46,28 @@ def test_tune_cli_tiny(run_cli, tmp_path, where):
     if where == "/dev/shm":
         assert "tmpfs" in stderr  # every output that used /dev/shm says so
     get_engine("tarantool").validate_by_starting(text, None)  # Tarantool starts with it
+
+
+def test_tune_cli_vinyl_searches_vinyls_caches(run_cli, tmp_path):
+    """ycsb-b-vinyl: the rules size vinyl's cache (not the memtx arena) and the search covers
+    vinyl's quotas; the tuned file carries them."""
+    from pmem_advisor.engines.registry import get_engine
+    from pmem_advisor.engines.tarantool.lua import parse_box_cfg_values
+
+    base = Path(tempfile.mkdtemp(prefix="tara-tune-", dir="/var/tmp"))
+    base.chmod(0o711)
+    out = tmp_path / "out"
+    try:
+        code, stdout, stderr = run_cli(
+            "tune", "tarantool", "--workload", "ycsb-b-vinyl", "--trials", "3", "--duration",
+            "1", "--warmup", "0.2", "--clients", "2", "--scale", "2", "--memory", "1G",
+            "--data-dir", str(base / "data"), "--out", str(out))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert code == 0, stderr
+    searching = next(line for line in stderr.splitlines() if "searching" in line)
+    assert "vinyl_cache" in searching and "vinyl_memory" in searching, searching
+    eng = get_engine("tarantool")
+    values = parse_box_cfg_values((out / eng.config_name).read_text(), "tuned", eng.catalog())
+    assert values["vinyl_cache"] >= 128 << 20 and values["memtx_memory"] <= 256 << 20
+    assert values["wal_mode"] == "fsync"
