@@ -67,37 +67,42 @@ def load(con: Any, scale: int) -> dict[str, Any]:
     return {"load_s": round(time.monotonic() - t0, 3), "lineitem_rows": int(rows)}
 
 
-def run(con: Any, *, clients: int, duration: float, warmup: float) -> dict[str, Any]:
-    """Clients cycle through the queries for ``warmup`` + ``duration`` s; queries/s measured."""
+def _loaded_scale(con: Any) -> int:
     row = con.execute(f"SELECT scale FROM {META_TABLE} WHERE workload = 'olap-tpch-lite'"
                       ).fetchone()
     if row is None:
         raise UsageError("the database holds no olap-tpch-lite data (load it first)")
-    queries = list(load_queries().items())
+    return int(row[0])
+
+
+def _drive(con: Any, clients: int, duration: float, warmup: float,
+           step: Any) -> tuple[dict[Any, list[float]], float, str | None]:
+    """Run ``clients`` threads, each with its own cursor, calling ``step(cursor, client, i)``
+    (which returns the sample's key) until the deadline; (ms per key for the steps started
+    after the warm-up, the measured window, the first failure)."""
     start = time.monotonic()
     measure_from = start + warmup
     deadline = measure_from + duration
-    samples: dict[str, list[float]] = {name: [] for name, _ in queries}
+    samples: dict[Any, list[float]] = {}
     failures: list[str] = []
     ended: list[float] = []
     lock = threading.Lock()
     cursors = [con.cursor() for _ in range(clients)]
 
     def client(idx: int) -> None:
-        cur, k = cursors[idx], idx
+        cur, i = cursors[idx], 0
         try:
             while time.monotonic() < deadline and not failures:
-                name, sql = queries[k % len(queries)]
-                k += 1
                 t0 = time.monotonic()
-                cur.execute(sql).fetchall()
+                key = step(cur, idx, i)
                 t1 = time.monotonic()
+                i += 1
                 if t0 >= measure_from:
                     with lock:
-                        samples[name].append((t1 - t0) * 1000.0)
+                        samples.setdefault(key, []).append((t1 - t0) * 1000.0)
             with lock:
                 ended.append(time.monotonic())
-        except Exception as e:  # DuckDB's message (out of memory ...), first line
+        except Exception as e:  # DuckDB's message (out of memory, a conflict ...), first line
             text = str(e).strip()
             with lock:
                 failures.append(text.splitlines()[0] if text else type(e).__name__)
@@ -109,13 +114,28 @@ def run(con: Any, *, clients: int, duration: float, warmup: float) -> dict[str, 
         t.join()
     for c in cursors:
         c.close()
-    if failures:
-        return {"ok": False, "failure": failures[0]}
     window = max(ended, default=deadline) - measure_from
+    return samples, window, (failures[0] if failures else None)
+
+
+def run(con: Any, *, clients: int, duration: float, warmup: float) -> dict[str, Any]:
+    """Clients cycle through the queries for ``warmup`` + ``duration`` s; queries/s measured."""
+    scale = _loaded_scale(con)
+    queries = list(load_queries().items())
+
+    def step(cur: Any, idx: int, i: int) -> str:
+        name, sql = queries[(idx + i) % len(queries)]
+        cur.execute(sql).fetchall()
+        return name
+
+    samples, window, failure = _drive(con, clients, duration, warmup, step)
+    if failure:
+        return {"ok": False, "failure": failure}
     all_ms = [ms for v in samples.values() for ms in v]
-    per_query = {name: {"count": len(v), **percentiles_from_samples(v)}
-                 for name, v in samples.items()}
-    return {"ok": True, "queries": len(all_ms), "scale": int(row[0]),
+    per_query = {name: {"count": len(samples.get(name, [])),
+                        **percentiles_from_samples(samples.get(name, []))}
+                 for name, _ in queries}
+    return {"ok": True, "queries": len(all_ms), "scale": scale,
             "throughput_qps": round(len(all_ms) / window, 3) if window > 0 else 0.0,
             "latency_ms": percentiles_from_samples(all_ms), "duration_s": round(window, 3),
             "per_query_ms": per_query, "warmup_s": warmup, "measure_s": math.ceil(duration)}
@@ -164,56 +184,24 @@ def refresh_sql(new_key: int, old_key: int, n: int = ORDERS_PER_TX) -> list[str]
 
 def run_refresh(con: Any, *, clients: int, duration: float, warmup: float) -> dict[str, Any]:
     """Clients commit refresh transactions for ``warmup`` + ``duration`` s; transactions/s."""
-    row = con.execute(f"SELECT scale FROM {META_TABLE} WHERE workload = 'olap-tpch-lite'"
-                      ).fetchone()
-    if row is None:
-        raise UsageError("the database holds no olap-tpch-lite data (load it first)")
+    scale = _loaded_scale(con)
     low, high = con.execute("SELECT min(o_orderkey), max(o_orderkey) FROM orders").fetchone()
-    start = time.monotonic()
-    measure_from = start + warmup
-    deadline = measure_from + duration
-    samples: list[float] = []
-    failures: list[str] = []
-    ended: list[float] = []
-    lock = threading.Lock()
-    cursors = [con.cursor() for _ in range(clients)]
 
-    def client(idx: int) -> None:
-        cur, i = cursors[idx], 0
-        try:
-            while time.monotonic() < deadline and not failures:
-                j = idx + clients * i
-                i += 1
-                t0 = time.monotonic()
-                cur.execute("BEGIN TRANSACTION")
-                for stmt in refresh_sql(high + 1 + j * ORDERS_PER_TX,
-                                        low + j * ORDERS_PER_TX):
-                    cur.execute(stmt)
-                cur.execute("COMMIT")
-                t1 = time.monotonic()
-                if t0 >= measure_from:
-                    with lock:
-                        samples.append((t1 - t0) * 1000.0)
-            with lock:
-                ended.append(time.monotonic())
-        except Exception as e:  # DuckDB's message (out of memory, a conflict ...), first line
-            text = str(e).strip()
-            with lock:
-                failures.append(text.splitlines()[0] if text else type(e).__name__)
+    def step(cur: Any, idx: int, i: int) -> str:
+        j = idx + clients * i  # client idx's i-th step: keys no other client touches
+        cur.execute("BEGIN TRANSACTION")
+        for stmt in refresh_sql(high + 1 + j * ORDERS_PER_TX, low + j * ORDERS_PER_TX):
+            cur.execute(stmt)
+        cur.execute("COMMIT")
+        return "refresh"
 
-    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for c in cursors:
-        c.close()
-    if failures:
-        return {"ok": False, "failure": failures[0]}
-    window = max(ended, default=deadline) - measure_from
-    return {"ok": True, "transactions": len(samples), "scale": int(row[0]),
-            "throughput_tps": round(len(samples) / window, 3) if window > 0 else 0.0,
-            "latency_ms": percentiles_from_samples(samples), "duration_s": round(window, 3),
+    samples, window, failure = _drive(con, clients, duration, warmup, step)
+    if failure:
+        return {"ok": False, "failure": failure}
+    ms = samples.get("refresh", [])
+    return {"ok": True, "transactions": len(ms), "scale": scale,
+            "throughput_tps": round(len(ms) / window, 3) if window > 0 else 0.0,
+            "latency_ms": percentiles_from_samples(ms), "duration_s": round(window, 3),
             "warmup_s": warmup, "measure_s": math.ceil(duration)}
 
 
