@@ -49,3 +49,12 @@ def test_durability_off_settings_per_flavour():
     assert scenario.durability_off("postgresql")["fsync"] is False
     assert scenario.durability_off("mariadb")["innodb_flush_log_at_trx_commit"] == 0
     assert scenario.durability_off("mysql") == {}
+
+
+def test_duckdb_ceiling_is_a_value_the_catalog_withholds():
+    from pmem_advisor.engines.registry import get_engine
+
+    off = scenario.durability_off("duckdb")
+    assert off == {"fsync_mode": "NONE"}
+    knob = get_engine("duckdb").catalog().get("fsync_mode")
+    assert knob.is_risky("NONE") and not knob.is_risky(knob.default)

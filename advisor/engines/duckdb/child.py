@@ -5,7 +5,7 @@ DuckDB would take the tuner with it. The evaluator and ``validate_by_starting`` 
 every DuckDB open in this child: a JSON request on stdin, one JSON answer on stdout.
 
 Requests: {"op": "validate" | "load" | "run", "db": path, "statements": [SET ...],
-"names": [settings to read back], "scale", "clients", "duration", "warmup"}.
+"names": [settings to read back], "scale", "clients", "duration", "warmup", "workload"}.
 Answers: {"ok": true, ...} or {"ok": false, "stage": ..., "failure": DuckDB's first line}.
 """
 
@@ -48,9 +48,12 @@ def handle(req: dict[str, Any]) -> dict[str, Any]:
         elif op == "load":
             out.update(duckdb_olap.load(con, int(req["scale"])))
         elif op == "run":
-            out.update(duckdb_olap.run(con, clients=int(req["clients"]),
-                                       duration=float(req["duration"]),
-                                       warmup=float(req["warmup"])))
+            run = duckdb_olap.RUNS.get(req.get("workload") or "olap-tpch-lite")
+            if run is None:
+                return {"ok": False, "stage": "request",
+                        "failure": f"unknown workload {req.get('workload')!r}"}
+            out.update(run(con, clients=int(req["clients"]), duration=float(req["duration"]),
+                           warmup=float(req["warmup"])))
         else:
             return {"ok": False, "stage": "request", "failure": f"unknown op {op!r}"}
     except Exception as e:  # noqa: BLE001

@@ -3,8 +3,8 @@
 DuckDB is embedded (PyPI ``duckdb``): no server. pmem-advisor writes its settings as SQL
 ``SET`` statements (sql.py), checks them against a curated catalog (knobs/data/duckdb.yaml
 via catalog.py), validates a config by opening a scratch database with it in a child process
-and reading every setting back (runner.py, child.py), and tunes it with olap-tpch-lite
-(workload.py) on golden copies of the loaded file. Baseline: baseline.py; paper rules
+and reading every setting back (runner.py, child.py), and tunes it with olap-tpch-lite or
+tpch-refresh (workload.py) on golden copies of the loaded file. Baseline: baseline.py; paper rules
 PM050-PM059.
 """
 
@@ -20,7 +20,7 @@ from pmem_advisor.engines.duckdb.baseline import PER_THREAD, PROCESS_BASE, RULE
 from pmem_advisor.engines.duckdb.catalog import load_duckdb_catalog, parse_shown_size, parse_size
 from pmem_advisor.engines.duckdb.runner import DuckDBEvaluator, validate_statements
 from pmem_advisor.engines.duckdb.sql import emit_sql, parse_sql, quote, split_statements, value_sql
-from pmem_advisor.engines.duckdb.workload import DuckOlapTpchLite
+from pmem_advisor.engines.duckdb.workload import DuckOlapTpchLite, DuckTpchRefresh
 from pmem_advisor.errors import UsageError
 from pmem_advisor.knobs.emit import Header
 from pmem_advisor.rules.fit import put_setting
@@ -170,10 +170,11 @@ class DuckDBEngine(Engine):
         return lines
 
     def workload(self, name: str, **options: Any) -> Any:
-        if name != DuckOlapTpchLite.name:
+        kinds = {w.name: w for w in (DuckOlapTpchLite, DuckTpchRefresh)}
+        if name not in kinds:
             raise UsageError(f"workload {name} does not run on DuckDB",
-                             hint=f"duckdb runs: {DuckOlapTpchLite.name}")
-        return DuckOlapTpchLite(**options)
+                             hint=f"duckdb runs: {', '.join(kinds)}")
+        return kinds[name](**options)
 
     def evaluator(self, request: EvalRequest):
         r = request

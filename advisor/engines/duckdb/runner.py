@@ -134,7 +134,7 @@ class DuckDBEvaluator(Evaluator):
         if not ans.get("ok"):
             for p in self.scratch.glob(path.name + "*"):
                 p.unlink(missing_ok=True)
-            raise EnvironmentProblem(f"DuckDB could not load the olap-tpch-lite data: "
+            raise EnvironmentProblem(f"DuckDB could not load the {self.workload.name} data: "
                                      f"{ans.get('failure')}")
         self.load_seconds = time.monotonic() - t0
         self.initialisations += 1
@@ -169,16 +169,18 @@ class DuckDBEvaluator(Evaluator):
             evicted = evict_page_cache([db])
             ans = run_child({"op": "run", "db": str(db), "statements": stmts,
                              "clients": self.clients, "duration": self.duration,
-                             "warmup": self.warmup},
+                             "warmup": self.warmup, "workload": self.workload.name},
                             timeout=self.warmup + self.duration + GRACE_S,
                             memory_cap=self.memory_cap, cgroup=self.cgroup)
             raw = {k: v for k, v in ans.items() if k not in ("ok", "failure", "latency_ms")}
-            raw.update({"clients": self.clients, "scale": self.scale, "unit": "queries/s",
+            raw.update({"clients": self.clients, "scale": self.scale,
+                        "unit": f"{self.workload.unit}/s",
                         "statements": stmts, "medium_dir": str(self.scratch),
                         "page_cache_evicted_bytes": evicted})
             if not ans.get("ok"):
                 return Measurement(ok=False, failure=str(ans.get("failure")), raw=raw)
-            return Measurement(ok=True, throughput_tps=ans["throughput_qps"],
+            rate = ans.get("throughput_tps", ans.get("throughput_qps"))
+            return Measurement(ok=True, throughput_tps=rate,
                                latency_ms=ans["latency_ms"], errors=0,
                                duration_s=ans["duration_s"], raw=raw)
         finally:

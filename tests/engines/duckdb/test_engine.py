@@ -37,7 +37,7 @@ GOOD = [("threads", 2, "D21 insight #1"), ("memory_limit", Bytes(512 * MB), "fit
 
 def test_engine_data(duck):
     assert duck.kind == "embedded" and duck.config_format == "duckdb-sql"
-    assert duck.workloads == ("olap-tpch-lite",)
+    assert duck.workloads == ("olap-tpch-lite", "tpch-refresh")
     b = duck.find_binary()
     assert b.version == duckdb.__version__ and b.source == "pypi"
 
@@ -137,6 +137,37 @@ def test_evaluator_tiny(duck):
     assert not Path(scratch).exists()
 
 
+def test_refresh_evaluator_commits_and_keeps_the_orders(duck, tmp_path):
+    """tpch-refresh: every commit inserts one order with its lines and deletes the oldest
+    one, so the table keeps its size; the rate is transactions/s, fsync_mode NONE runs too."""
+    from pmem_advisor.engines.duckdb import workload as duck_workloads
+    from pmem_advisor.tuner.evaluator import TrialConfig
+
+    ev = duck.evaluator(EvalRequest(
+        duck.find_binary(), duck.workload("tpch-refresh"), scale=1, clients=2, duration=1.0,
+        warmup=0.2, data_dir=tmp_path / "data", wal_dir=None, workdir=tmp_path,
+        catalog=duck.catalog()))
+    with ev:
+        m = ev.evaluate(TrialConfig(params={"checkpoint_threshold": 1 * MB}))
+        assert m.ok and m.throughput_tps > 0, m.failure
+        assert m.raw["unit"] == "transactions/s" and m.raw["transactions"] > 0
+        unsafe = ev.evaluate(TrialConfig(params={"fsync_mode": "NONE"}))
+        assert unsafe.ok and unsafe.raw["transactions"] > 0, unsafe.failure
+    con = duck_workloads.open_db(str(tmp_path / "r.duckdb"))
+    try:
+        duck_workloads.load(con, 1)
+        before = con.execute("SELECT count(*), max(o_orderkey) FROM orders").fetchone()
+        out = duck_workloads.run_refresh(con, clients=2, duration=0.5, warmup=0.0)
+        assert out["ok"] and out["transactions"] > 0, out
+        count, top = con.execute("SELECT count(*), max(o_orderkey) FROM orders").fetchone()
+        assert count == before[0] and top > before[1]  # as many in as out, new keys
+        orphans = con.execute("SELECT count(*) FROM lineitem WHERE l_orderkey NOT IN "
+                              "(SELECT o_orderkey FROM orders)").fetchone()[0]
+        assert orphans == 0  # each order's lines came and went with it
+    finally:
+        con.close()
+
+
 def test_child_over_its_memory_cap_is_killed(tmp_path):
     from pmem_advisor.engines.duckdb.runner import run_child
 
@@ -148,6 +179,7 @@ def test_child_over_its_memory_cap_is_killed(tmp_path):
 def test_workload_names(duck):
     with pytest.raises(UsageError, match="does not run on DuckDB"):
         duck.workload("pgbench-tpcb")
+    assert duck.workload("tpch-refresh").unit == "transactions"
 
 
 def test_missing_duckdb_is_exit_3_naming_the_package(duck, monkeypatch):
