@@ -249,8 +249,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "last": rows[-1]["started"] if rows else None,
         "loadavg_1m": {"min": min(load, default=None), "median":
                        statistics.median(load) if load else None, "max": max(load, default=None)},
-        "machine_note": "shared with other developer sessions (not quiet): arms interleaved, "
-                        "the load average recorded per row",
+        "machine_note": machine_note(max(load, default=None), os.cpu_count() or 1),
         "metric": "cv_pct = stdev/mean of the runs' tps; per_minute_pct = cv_pct * "
                   "sqrt(wall_s / 60): the spread of the mean of one minute's runs",
         "arms": {}, "windows": [],
@@ -304,6 +303,20 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+# The measurement's own clients and server keep about one runnable task per core; a 1-minute
+# load average above twice the cores before a row means other work shared the machine.
+QUIET_LOAD_PER_CORE = 2.0
+
+
+def machine_note(load_max: float | None, cores: int) -> str:
+    """What the rows' load averages say about the machine, for every printed summary."""
+    if load_max is not None and load_max <= QUIET_LOAD_PER_CORE * cores:
+        return (f"quiet: 1-minute load at most {load_max} on {cores} cores before each row, "
+                "arms interleaved")
+    return ("shared with other work (not quiet): arms interleaved, the load average recorded "
+            "per row")
+
+
 def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 2)
 
@@ -316,7 +329,7 @@ def _median(xs: list[Any]) -> float | None:
 def table(summary: dict[str, Any]) -> list[str]:
     lines = [f"noise: {summary['scenario']} ({summary['runs']} runs, {summary['failed']} "
              f"failed, load average {summary['loadavg_1m']['min']}-"
-             f"{summary['loadavg_1m']['max']}; shared machine, arms interleaved)",
+             f"{summary['loadavg_1m']['max']}; {summary['machine_note']})",
              f"{'arm':<24} {'n':>3} {'median tps':>11} {'spread':>7} {'wall s':>7} "
              f"{'per min':>8}"]
     for name, a in summary["arms"].items():

@@ -344,7 +344,8 @@ def noise_line(name: str, data_dir: Path) -> str | None:
              for n, a in arms.items() if a.get("cv_pct") is not None
              and a.get("per_minute_pct") is not None]
     load = summary.get("loadavg_1m") or {}
-    return (f"noise ({path.name}, shared machine, load average {load.get('min')}-"
+    where = summary.get("machine_note", "").split(":")[0] or "machine"
+    return (f"noise ({path.name}, {where}, load average {load.get('min')}-"
             f"{load.get('max')}): spread of one config's runs " + "; ".join(parts)) \
         if parts else None
 
