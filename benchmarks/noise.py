@@ -249,7 +249,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "last": rows[-1]["started"] if rows else None,
         "loadavg_1m": {"min": min(load, default=None), "median":
                        statistics.median(load) if load else None, "max": max(load, default=None)},
-        "machine_note": machine_note(max(load, default=None), os.cpu_count() or 1),
+        "machine_note": machine_note(max(load, default=None), os.cpu_count() or 1,
+                                     int(((rows[0].get("setup") or {}) if rows else {})
+                                         .get("clients") or 0)),
         "metric": "cv_pct = stdev/mean of the runs' tps; per_minute_pct = cv_pct * "
                   "sqrt(wall_s / 60): the spread of the mean of one minute's runs",
         "arms": {}, "windows": [],
@@ -303,16 +305,14 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-# The measurement's own clients and server keep about one runnable task per core; a 1-minute
-# load average above twice the cores before a row means other work shared the machine.
-QUIET_LOAD_PER_CORE = 2.0
-
-
-def machine_note(load_max: float | None, cores: int) -> str:
+# The measurement's own clients and server are runnable tasks: the 1-minute load average of a
+# quiet machine is at most one per core plus one per client plus the server's; above that,
+# other work shared the machine.
+def machine_note(load_max: float | None, cores: int, clients: int = 0) -> str:
     """What the rows' load averages say about the machine, for every printed summary."""
-    if load_max is not None and load_max <= QUIET_LOAD_PER_CORE * cores:
-        return (f"quiet: 1-minute load at most {load_max} on {cores} cores before each row, "
-                "arms interleaved")
+    if load_max is not None and load_max <= cores + clients + 1:
+        return (f"quiet: 1-minute load at most {load_max} before each row, on {cores} cores "
+                f"with {clients} clients, arms interleaved")
     return ("shared with other work (not quiet): arms interleaved, the load average recorded "
             "per row")
 
