@@ -264,27 +264,40 @@ def _enable_memory_controller(parent: Path) -> None:
     control.write_text("+memory\n")
 
 
+# Opened by descriptor, never by a path re-walked: the trees evicted (a server's data
+# directory, a copy of one) are writable by the server's user, who could plant a symlink
+# (followed as root) or a FIFO (an open that never returns).
+_EVICT_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
 def evict_page_cache(paths: list[Path]) -> int:
     """Write back and drop the cached pages of every regular file at or under ``paths``; returns the
     bytes of the files. Only our own files are touched (never a global drop_caches), so other
-    users of the machine keep their cache. On tmpfs this is a no-op: the data is the cache."""
+    users of the machine keep their cache. On tmpfs this is a no-op: the data is the cache.
+    Symlinks are not followed and only regular files are synced."""
     total = 0
     for top in paths:
-        if os.path.isfile(top) and not os.path.islink(top):
-            total += _evict(str(top))
-        for dirpath, _dirs, files in os.walk(top):
-            for name in files:
-                total += _evict(os.path.join(dirpath, name))
+        try:
+            fd = os.open(top, _EVICT_OPEN)
+        except OSError:
+            continue
+        total += _evict(fd)
     return total
 
 
-def _evict(path: str) -> int:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return 0
+def _evict(fd: int) -> int:
+    """Evict the file or directory tree open at ``fd`` (closed here)."""
     try:
         st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            total = 0
+            for name in os.listdir(fd):
+                try:
+                    child = os.open(name, _EVICT_OPEN, dir_fd=fd)
+                except OSError:
+                    continue  # a symlink (ELOOP), or gone meanwhile
+                total += _evict(child)
+            return total
         if not stat.S_ISREG(st.st_mode):
             return 0
         os.fsync(fd)  # DONTNEED drops clean pages only

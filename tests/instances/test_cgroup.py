@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -210,3 +211,24 @@ def test_groups_left_by_dead_runs_are_removed_live_and_foreign_ones_stay(via):
         for d in (stale, foreign, live_pid):
             if d.exists():
                 d.rmdir()
+
+
+def test_evicting_a_tree_the_server_user_wrote_follows_no_link_and_opens_no_fifo(tmp_path):
+    """The trees evicted (a data directory, a copy of one) are the server user's to write: a
+    FIFO there must not hang the run as root, a symlink must not take it outside the tree."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_bytes(b"s" * 4096)
+    tree = tmp_path / "data"
+    (tree / "base").mkdir(parents=True)
+    (tree / "base" / "rel").write_bytes(b"x" * 8192)
+    os.mkfifo(tree / "base" / "fifo")
+    (tree / "link-to-file").symlink_to(outside / "secret")
+    (tree / "link-to-dir").symlink_to(outside)
+    done: list[int] = []
+    worker = threading.Thread(target=lambda: done.append(evict_page_cache([tree])),
+                              daemon=True)
+    worker.start()
+    worker.join(timeout=60)  # a blocked open of the FIFO never returns: not a guessed delay
+    assert done == [8192], "evict_page_cache blocked on a FIFO or counted a linked file"
+    assert evict_page_cache([tree / "link-to-dir"]) == 0  # a linked top is not followed either
