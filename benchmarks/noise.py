@@ -241,17 +241,17 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for r in ok:
         arms.setdefault(r["arm"]["name"], []).append(r)
     load = [r["loadavg_before"][0] for r in rows]
+    setup = rows[0].get("setup") if rows else None
     out: dict[str, Any] = {
         "scenario": rows[0]["scenario"] if rows else None,
-        "setup": rows[0].get("setup") if rows else None,
+        "setup": setup,
         "runs": len(rows), "failed": len(rows) - len(ok),
         "first": rows[0]["started"] if rows else None,
         "last": rows[-1]["started"] if rows else None,
         "loadavg_1m": {"min": min(load, default=None), "median":
                        statistics.median(load) if load else None, "max": max(load, default=None)},
         "machine_note": machine_note(max(load, default=None), os.cpu_count() or 1,
-                                     int(((rows[0].get("setup") or {}) if rows else {})
-                                         .get("clients") or 0)),
+                                     int((setup or {}).get("clients") or 0)),
         "metric": "cv_pct = stdev/mean of the runs' tps; per_minute_pct = cv_pct * "
                   "sqrt(wall_s / 60): the spread of the mean of one minute's runs",
         "arms": {}, "windows": [],

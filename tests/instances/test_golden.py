@@ -174,7 +174,6 @@ def test_a_restored_copy_on_disk_leaves_no_pages_in_the_page_cache(tmp_path):
                              golden_dir=tmp_path / "golden") as inst:
             inst.initialize()
             inst.snapshot("golden")
-            _, size = _resident_bytes(root / "data")
             inst.restore("golden")
             resident, size = _resident_bytes(root / "data")
             assert size > 20 * 1024**2  # a real cluster was copied
