@@ -25,7 +25,7 @@ from pmem_advisor.errors import EXIT_INTERNAL, AdvisorError, Interrupted, UsageE
 from pmem_advisor.fileio import write_file_safely
 from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
 
-from . import dataset, surrogate
+from . import dataset, surrogate, validate
 from .harness import report, stats
 from .harness.arms import (
     ARM_NAMES,
@@ -393,6 +393,9 @@ def run_scenario(data: surrogate.ScenarioData, settings: dict[str, Any], data_di
     measured_noise = noise_line(data.name, data_dir)
     if measured_noise:
         notes.append(measured_noise)
+    real = validate.summary_line(data.name, data_dir)
+    if real:
+        notes.append(real)
     if why:
         notes.insert(0, f"WARNING: run despite a poor surrogate ({why})")
     if scn.get("medium") == "shm":

@@ -34,6 +34,11 @@ REPEATS = 5
 # Spearman at or above this over the arms' configs: "the ranking held". Below it the
 # surrogate's ordering is not trusted for this scenario, whatever its held-out R^2 said.
 HELD_SPEARMAN = 0.6
+# The level of the paired test of our config against the best safe arm's: "within noise"
+# unless the interleaved rounds show it worse at this level.
+ALPHA = 0.05
+OURS = "pmem-advisor"
+UNSAFE = ("ceiling",)  # durability off: the best *safe* arm is the one to be measured against
 
 
 @dataclass
@@ -125,6 +130,62 @@ def agreement(cands: list[Candidate]) -> dict[str, Any]:
     return out
 
 
+def versus_best(cands: list[Candidate], ours: str = OURS,
+                alpha: float = ALPHA) -> dict[str, Any]:
+    """Our config's real runs against the best safe arm's (highest real median; the ceiling
+    is not safe): the best itself, within noise, or below it. The rounds are interleaved, so
+    the comparison is paired by round (advisor/tuner/stats.compare_paired: a paired t-test on
+    the per-round log ratios); a failed run drops its round."""
+    from pmem_advisor.tuner import stats
+
+    mine = next((c for c in cands if ours in c.arms), None)
+    safe = [c for c in cands if c.median() is not None
+            and not any(a in UNSAFE for a in c.arms)]
+    if mine is None or mine.median() is None or not safe:
+        return {"decision": None, "text": f"{ours}: no completed runs to compare"}
+    best = max(safe, key=lambda c: c.median())
+    default = next((c for c in cands if "default" in c.arms and c.median()), None)
+    x_default = (f" ({mine.median() / default.median():.2f}x the defaults)"
+                 if default else "")
+    if best is mine:
+        return {"decision": "best", "best": "/".join(mine.arms),
+                "text": f"{ours}'s config is the best safe arm on the real server{x_default}"}
+    cmp = stats.compare_paired(mine.runs, best.runs, alpha=alpha)
+    name = "/".join(best.arms)
+    if cmp["ci_low_pct"] is None:
+        return {"decision": None, "best": name, **cmp,
+                "text": f"{ours}: too few paired rounds to compare with {name}"}
+    gap = (f"{cmp['gain_pct']:+.1f}% [{cmp['ci_low_pct']:+.1f}%, {cmp['ci_high_pct']:+.1f}%] "
+           f"at {cmp['confidence']:.0%}, paired over {cmp['n_a']} rounds, p {cmp['p_value']:.2f}")
+    decision = "below" if cmp["decision"] == "worse" else "within-noise"
+    text = (f"{ours}'s config is below the best safe arm, {name}: {gap}{x_default}"
+            if decision == "below" else
+            f"{ours}'s config is within noise of the best safe arm, {name}: {gap}{x_default}")
+    return {**cmp, "decision": decision, "best": name, "text": text}
+
+
+def from_json(saved: dict[str, Any]) -> list[Candidate]:
+    """The candidates of a saved validation (its "configs"), runs and predictions included."""
+    return [Candidate(TrialConfig(params=dict(c.get("params") or {}),
+                                  init_params=dict(c.get("init_params") or {})),
+                      list(c["arms"]), c.get("predicted"), list(c.get("runs") or []),
+                      list(c.get("failures") or [])) for c in saved["configs"]]
+
+
+def summary_line(name: str, data_dir: Path) -> str | None:
+    """The scenario's committed real validation (benchmarks/data/NAME.validation.json) in one
+    line for `make bench`: whether the ranking held and where our config stood."""
+    path = data_dir / f"{name}.validation.json"
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        cands = from_json(saved)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (f"real validation ({path.name}, budget {saved.get('budget')}, "
+            f"{saved.get('repeats')} interleaved rounds): {agreement(cands)['text']}; "
+            f"{versus_best(cands)['text']}")
+
+
 def table(cands: list[Candidate], default_median: float | None) -> str:
     lines = ["| arm(s) | surrogate (noise-free) | real median | real min-max | x default "
              "| failed |", "|---|---|---|---|---|---|"]
@@ -165,7 +226,7 @@ def validate(cands: list[Candidate], data: surrogate.ScenarioData, evaluator: Ev
     default = next((c for c in cands if "default" in c.arms), None)
     verdict = agreement(cands)
     return {"scenario": data.name, "budget": budget, "seed": seed, "repeats": repeats,
-            "agreement": verdict,
+            "agreement": verdict, "versus_best": versus_best(cands),
             "table": table(cands, default.median() if default else None),
             "configs": [{"arms": c.arms, "params": c.config.params,
                          "init_params": c.config.init_params, "predicted": c.predicted,
@@ -233,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: {collect.EMULATION_NOTE}", file=sys.stderr)
     print(out["table"])
     print(out["agreement"]["text"])
+    print(out["versus_best"]["text"])
     if args.out:
         dataset.write_json(Path(args.out), out)
     return 0

@@ -122,3 +122,47 @@ def test_too_few_configs_is_no_ranking(n):
     cands = [validate.Candidate(TrialConfig(params={"x": i}), [f"a{i}"], predicted=float(i),
                                 runs=[float(i)]) for i in range(n)]
     assert validate.agreement(cands)["held"] is None
+
+
+def _measured(arm, runs):
+    return validate.Candidate(TrialConfig(params={"arm": arm}), arm.split("/"), runs=list(runs))
+
+
+@pytest.mark.parametrize("ours, decision", [
+    ([1300, 1290, 1320, 1310, 1305], "best"),          # above every safe arm
+    ([800, 820, 790, 810, 805], "below"),              # ~20% under tpe's in every round
+    ([1150, 880, 990, 930, 1210], "within-noise"),     # under tpe's median, not every round
+])
+def test_our_config_is_measured_against_the_best_safe_arm_paired_by_round(ours, decision):
+    cands = [_measured("default", [600, 610, 590, 605, 600]),
+             _measured("tpe/random", [1000, 1010, 990, 1005, 1000]),
+             _measured("pmem-advisor", ours),
+             _measured("ceiling", [2000, 2100, 1990, 2050, 2000])]  # unsafe: never the bar
+    out = validate.versus_best(cands)
+    assert out["decision"] == decision, out
+    if decision != "best":
+        assert out["best"] == "tpe/random" and "paired over 5 rounds" in out["text"]
+        assert ("below" in out["text"]) == (decision == "below")
+
+
+def test_a_failed_round_drops_out_of_the_pairing_and_no_runs_is_said():
+    cands = [_measured("tpe", [1000, 1010, 990]), _measured("pmem-advisor", [800, None, 810])]
+    out = validate.versus_best(cands)
+    assert out["n_a"] == 2
+    assert validate.versus_best([_measured("tpe", [1000, 990]),
+                                 _measured("pmem-advisor", [None, None])])["decision"] is None
+
+
+def test_make_bench_reads_the_committed_validation_back(tmp_path):
+    make_dataset(tmp_path, rows=60)
+    data = surrogate.load_scenario("syn-pg", tmp_path)
+    out = validate.validate(validate.candidates(RESULT, data), data,
+                            SyntheticEvaluator(seed=1, noise=0.01), repeats=3)
+    assert out["versus_best"]["decision"] is None  # RESULT has no pmem-advisor arm: said
+    assert "no completed runs" in out["versus_best"]["text"]
+    from benchmarks import dataset
+    dataset.write_json(tmp_path / "syn-pg.validation.json", out)
+    line = validate.summary_line("syn-pg", tmp_path)
+    assert line.startswith("real validation (syn-pg.validation.json, budget 10, 3 interleaved")
+    assert out["agreement"]["text"] in line
+    assert validate.summary_line("absent", tmp_path) is None
