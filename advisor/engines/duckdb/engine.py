@@ -118,8 +118,10 @@ class DuckDBEngine(Engine):
 
     def data_bounds(self, workload: Any, scale: int, catalog: Any,
                     budget_bytes: int | None = None) -> list[Any]:
-        """memory_limit within the budget: DuckDB's own default is 80% of the host's RAM,
-        which a process held to a smaller budget outgrows (killed, not spilled)."""
+        """memory_limit within the budget: DuckDB's own default is 80% of the RAM it sees,
+        the host's (outgrown by a process held to a smaller budget: killed, not spilled) or,
+        inside a memory cgroup, the group's limit (2.0.1 in 1 GiB: 819 MiB, more than the
+        budget leaves once DuckDB's memory outside memory_limit is counted)."""
         from pmem_advisor.engines.duckdb.baseline import limit_for_budget
         from pmem_advisor.rules.model import human_bytes
         from pmem_advisor.tuner.feasible import DataBound
@@ -130,7 +132,8 @@ class DuckDBEngine(Engine):
         return [DataBound("memory_limit", high=limit_for_budget(budget_bytes, threads),
                           reason=f"DuckDB's buffer manager within the {human_bytes(budget_bytes)}"
                                  " budget, with room for what it allocates outside it (its "
-                                 "default, 80% of the host's RAM, is killed, not spilled)")]
+                                 "default is 80% of the host's RAM, or of a memory cgroup's "
+                                 "limit inside one)")]
 
     # -- running it ----------------------------------------------------------------------
     def binary_version(self, path: Path | None) -> str:
