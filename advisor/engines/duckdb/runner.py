@@ -5,8 +5,8 @@ child gets a deadline and a memory cap; its resident memory is watched, and it i
 it passes the cap, so a DuckDB that ignores its memory_limit (allocations outside the buffer
 manager) fails its trial instead of taking the machine or the tuner down. With a cgroup
 (``tune --memory``) every trial's child also runs inside it; the golden copy's load does not
-(it is not measured, and on tmpfs its file would stay charged to the group). The child runs as the invoking user:
-DuckDB is a library, it has no server that refuses root.
+(it is not measured, and on tmpfs its file would stay charged to the group). The child runs as
+the invoking user: DuckDB is a library, it has no server that refuses root.
 """
 
 from __future__ import annotations
