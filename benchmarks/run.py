@@ -149,10 +149,10 @@ def current_rules(scn: dict[str, Any]) -> dict[str, Any] | None:
     from pmem_advisor.workloads.registry import get_workload
 
     from .collect import rules_config
-    from .scenario import validate
+    from .scenario import validate as validate_scenario
 
     try:
-        s = validate(dict(scn))
+        s = validate_scenario(dict(scn))
         if not os.path.isdir(s.path):
             return None
         catalog = load_catalog(s.engine, s.flavour, s.version)

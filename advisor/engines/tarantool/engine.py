@@ -113,7 +113,7 @@ class TarantoolEngine(ServerEngine):
         from pmem_advisor.tuner.feasible import DataBound
 
         out = []
-        if getattr(workload, "storage_engine", None) == "vinyl":
+        if workload.storage_engine == "vinyl":
             return out  # the data is on disk: memtx holds only the system spaces
         data = workload.data_bytes(scale)
         if data:
@@ -133,7 +133,7 @@ class TarantoolEngine(ServerEngine):
 
     def workload_knobs(self, workload: Any) -> list[str]:
         """Vinyl's memory and read threads, searched when the workload's data is in vinyl."""
-        if getattr(workload, "storage_engine", None) == "vinyl":
+        if workload.storage_engine == "vinyl":
             return list(VINYL_KNOBS)
         return []
 

@@ -35,7 +35,7 @@ class TarantoolEvaluator(ManagedEvaluator):
 
     def _load_config(self) -> str:
         # the load need not be durable; its arena must hold the data with room to spare
-        if getattr(self.workload, "storage_engine", None) == "vinyl":
+        if self.workload.storage_engine == "vinyl":
             # fewer dumps; one checkpoint kept, so the golden copy holds the runs without the
             # load's WAL (as large as the data)
             return ("box.cfg{wal_mode = 'write', vinyl_memory = 268435456, "
