@@ -59,6 +59,8 @@ class Arm:
 def arms_for(scenario: str, names: list[str] | None = None) -> list[Arm]:
     """The arms measured per scenario: today's measurement and the candidates (the long
     steady run also gives every shorter window in the summary)."""
+    if scenario != DEMO and not _managed(scenario):
+        return _own_evaluator_arms(scenario, names)
     if scenario == DEMO:
         today = Arm("today", "fixed", 2, 8)
         short, long = 15, 30
@@ -75,6 +77,27 @@ def arms_for(scenario: str, names: list[str] | None = None) -> list[Arm]:
     if names:
         arms = [a for a in arms if a.name in names]
     return arms
+
+
+def _managed(scenario: str) -> bool:
+    from .collect import MANAGED_ENGINES
+    from .scenario import get
+
+    return get(scenario).engine in MANAGED_ENGINES
+
+
+def _own_evaluator_arms(scenario: str, names: list[str] | None) -> list[Arm]:
+    """RocksDB, DuckDB and Tarantool are measured by their engines' own evaluators, whose
+    load generators (db_bench, the DuckDB runner, the Lua client) report one figure per run,
+    no per-second samples: no steady-state detector, no pinning, no ANALYZE. Their arms are
+    the scenario's own measurement and one 60 s run with the same fixed warm-up, the length
+    the SQL scenarios' candidates go to."""
+    from .scenario import get
+
+    scn = get(scenario)
+    w = float(scn.warmup_s)
+    arms = [Arm("today", "fixed", w, float(scn.duration_s)), Arm("fixed60", "fixed", w, 60 - w)]
+    return [a for a in arms if a.name in names] if names else arms
 
 
 # ------------------------------------------------------------------------------ measuring
@@ -178,6 +201,15 @@ def configure(evaluator: Any, arm: Arm) -> None:
     from pmem_advisor.instances.affinity import split
 
     evaluator.warmup, evaluator.duration = arm.warmup_s, arm.duration_s
+    if arm.warmup_mode == "fixed" and not arm.pin and not arm.analyze:
+        # what every evaluator has; the engines' own evaluators have nothing else to set
+        if hasattr(evaluator, "workload") and hasattr(evaluator.workload, "warmup_mode"):
+            evaluator.workload.warmup_mode = "fixed"
+        if hasattr(evaluator, "cpus"):
+            evaluator.cpus = None
+        if hasattr(evaluator, "analyze_after_restore"):
+            evaluator.analyze_after_restore = False
+        return
     evaluator.workload.warmup_mode = arm.warmup_mode
     evaluator.cpus = split() if arm.pin else None
     evaluator.analyze_after_restore = arm.analyze

@@ -25,3 +25,30 @@ def test_make_bench_prints_the_summary_s_own_machine_note(tmp_path):
              "machine_note": note}))
     assert "(q.json, quiet, load average 1.0-3.1)" in noise_line("q", tmp_path)
     assert "(s.json, shared with other work (not quiet)," in noise_line("s", tmp_path)
+
+
+def test_an_engine_with_its_own_evaluator_gets_fixed_arms_of_its_scenario_s_shape():
+    from benchmarks.noise import arms_for
+    from benchmarks.scenario import get
+
+    scn = get("rocksdb78-ycsb-b-disk")
+    arms = {a.name: a for a in arms_for("rocksdb78-ycsb-b-disk")}
+    assert set(arms) == {"today", "fixed60"}  # db_bench reports no per-second samples
+    assert (arms["today"].warmup_s, arms["today"].duration_s) == (scn.warmup_s, scn.duration_s)
+    assert arms["fixed60"].warmup_s + arms["fixed60"].duration_s == 60
+    assert all(a.warmup_mode == "fixed" and not a.pin and not a.analyze for a in arms.values())
+    assert [a.name for a in arms_for("rocksdb78-ycsb-b-disk", ["fixed60"])] == ["fixed60"]
+    # the SQL scenarios keep their steady-state, pinned and analyze candidates
+    assert {"steady60", "steady60-pinned", "steady60-analyze"} <= {
+        a.name for a in arms_for("pg18-tpcb-disk")}
+
+
+def test_configuring_a_fixed_arm_needs_only_the_run_s_length():
+    from benchmarks.noise import Arm, configure
+
+    class DbBench:  # RocksDBEvaluator's shape: a warm-up and a duration, nothing else
+        warmup = duration = 0.0
+
+    ev = DbBench()
+    configure(ev, Arm("fixed60", "fixed", 5, 55))
+    assert (ev.warmup, ev.duration) == (5, 55)
