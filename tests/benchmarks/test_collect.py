@@ -89,6 +89,40 @@ def test_screen_verdict_keeps_room_and_rejects_noise():
     assert screen_verdict(rows([100], [], []), 3)[0] is None
 
 
+def _interleaved(d, r, c):
+    """Screen rows as collect writes them: default, rules, ceiling per round."""
+    out = []
+    for x, y, z in zip(d, r, c, strict=True):
+        out += [{"kind": "default", "ok": True, "tps": x}, {"kind": "rules", "ok": True, "tps": y},
+                {"kind": "ceiling", "ok": True, "tps": z}]
+    return out
+
+
+def test_a_steady_gain_inside_the_noise_is_kept_by_the_paired_test_over_more_rounds():
+    d = [100, 130, 90, 120, 95, 125, 105, 115]  # a loaded machine: 44% between runs
+    gains = (1.10, 1.14, 1.12, 1.09, 1.13, 1.11, 1.12, 1.10)
+    ceiling = [x * g for x, g in zip(d, gains, strict=True)]
+    assert min(ceiling) < max(d)  # the ranges overlap: the range rule alone would drop it
+    kept, lines = screen_verdict(_interleaved(d, d, ceiling), 8)
+    assert kept is True
+    assert any("ceiling beats the defaults in a paired test over 8 interleaved rounds" in s
+               for s in lines)
+    assert any(s.startswith("ceiling vs defaults, paired by round (8 rounds): +11.") for s in lines)
+
+
+def test_the_paired_test_does_not_keep_noise_nor_a_failed_round():
+    d = [100, 130, 90, 120, 95, 125, 105, 115]
+    noisy = [x * g for x, g in zip(d, (1.3, 0.8, 1.2, 0.9, 1.25, 0.85, 1.1, 0.95), strict=True)]
+    kept, lines = screen_verdict(_interleaved(d, d, noisy), 8)
+    assert kept is False and "no room beyond the noise" in lines[-1]
+    # a failed ceiling run drops its round rather than counting as a loss or a win
+    steady = [x * 1.12 for x in d]
+    rows = _interleaved(d, d, steady)
+    rows[2] = {"kind": "ceiling", "ok": False, "tps": None}
+    kept, lines = screen_verdict(rows, 8)
+    assert kept is True and any("(7 rounds)" in s for s in lines)
+
+
 def test_a_scenario_without_room_stops_after_the_screen(tmp_path):
     class Flat:
         engine, flavour, version = "postgres", "postgresql", "18"
