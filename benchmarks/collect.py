@@ -16,8 +16,9 @@ many runs measures the same sequence as one long run:
    (defaults, rules, ceiling in turn: drift with the machine's load) and one repeat of an
    earlier Sobol point (noise away from the anchors).
 
-Each row records os.getloadavg() before and after: other work on the machine is part of the
-noise, and the data says how much there was.
+Each row records os.getloadavg() before and after and the share of CPU time the hypervisor
+took meanwhile (steal): other work on the machine is part of the noise, and the data says how
+much there was.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 from pmem_advisor.tuner.transfer import from_unit, sobol_points
 
 from . import dataset
+from .harness.machine import cpu_times, steal_pct
 from .scenario import Scenario, durability_off, get
 
 CYCLE = 10  # rows per cycle after the screen: 8 Sobol, 1 anchor repeat, 1 Sobol repeat
@@ -237,6 +239,7 @@ def git_commit() -> str:
 
 def measure_row(ctx: CollectContext, row: int, point: Point, run_id: str) -> dict[str, Any]:
     load_before = os.getloadavg()
+    cpu_before = cpu_times()
     started = time.time()
     m: Measurement = ctx.evaluator.evaluate(point.config)
     return {
@@ -248,6 +251,7 @@ def measure_row(ctx: CollectContext, row: int, point: Point, run_id: str) -> dic
         "wall_s": round(time.time() - started, 2),
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "cpu_steal_pct": steal_pct(cpu_before, cpu_times()),
         "cgroup_peak_bytes": ctx.peak_bytes(),
     }
 
@@ -296,7 +300,8 @@ def collect(ctx: CollectContext, data_dir: Path, *, minutes: float | None = None
                           f"failed: {(row['failure'] or '')[:120]}")
                 log(f"[{scn.name}] row {row['row']} {point.kind}"
                     f"{'' if point.sobol is None else ' #' + str(point.sobol)}: {result} "
-                    f"({row['wall_s']:.0f} s, load {row['loadavg_before'][0]:.1f})")
+                    f"({row['wall_s']:.0f} s, load {row['loadavg_before'][0]:.1f}"
+                    f"{_steal_note(row.get('cpu_steal_pct'))})")
                 if kept is None:
                     now, lines = screen_verdict(rows, scn.repeats)
                     if now is not None:
@@ -311,6 +316,10 @@ def collect(ctx: CollectContext, data_dir: Path, *, minutes: float | None = None
             prov["machine_load"] = load_note(rows)
             dataset.write_json(prov_path, prov)
     return added
+
+
+def _steal_note(pct: float | None) -> str:
+    return "" if pct is None else f", steal {pct:.0f}%"
 
 
 def load_note(rows: list[dict[str, Any]]) -> str | None:

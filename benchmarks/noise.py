@@ -40,6 +40,8 @@ from typing import Any
 
 from pmem_advisor.tuner.evaluator import TrialConfig
 
+from .harness.machine import cpu_times, steal_pct
+
 DEMO = "demo"
 # The demo's own run (benchmarks/demo.py): embedded PostgreSQL 18, data on /dev/shm, pgbench
 # tpcb-like with 4 clients; the scale is the one `tune` picks there (session.choose_scale).
@@ -227,6 +229,7 @@ def measure(scenario: str, arms: list[Arm], rounds: int, out: Path,
                 for arm in arms:
                     configure(evaluator, arm)
                     load_before = os.getloadavg()
+                    cpu_before = cpu_times()
                     started = time.time()
                     m = evaluator.evaluate(TrialConfig())
                     row = {"scenario": scenario, "arm": asdict(arm), "round": rnd, "ok": m.ok,
@@ -240,12 +243,14 @@ def measure(scenario: str, arms: list[Arm], rounds: int, out: Path,
                                                     time.gmtime(started)),
                            "loadavg_before": [round(x, 2) for x in load_before],
                            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+                           "cpu_steal_pct": steal_pct(cpu_before, cpu_times()),
                            "setup": info}
                     f.write(json.dumps(row) + "\n")
                     f.flush()
                     tps = f"{m.throughput_tps:,.0f} tps" if m.ok else f"failed: {m.failure}"
                     log(f"[{scenario}] round {rnd} {arm.name}: {tps} ({row['wall_s']:.0f} s, "
-                        f"cut {row['window']['warmup_cut_s']}, load {load_before[0]:.1f})")
+                        f"cut {row['window']['warmup_cut_s']}, load {load_before[0]:.1f}, "
+                        f"steal {row['cpu_steal_pct']}%)")
     finally:
         close()
 
@@ -282,6 +287,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "last": rows[-1]["started"] if rows else None,
         "loadavg_1m": {"min": min(load, default=None), "median":
                        statistics.median(load) if load else None, "max": max(load, default=None)},
+        "cpu_steal_pct": _range([r.get("cpu_steal_pct") for r in rows]),
         "machine_note": machine_note(max(load, default=None), os.cpu_count() or 1,
                                      int((setup or {}).get("clients") or 0)),
         "metric": "cv_pct = stdev/mean of the runs' tps; per_minute_pct = cv_pct * "
@@ -353,6 +359,13 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 2)
 
 
+def _range(xs: list[Any]) -> dict[str, float] | None:
+    """min / median / max of the rows that recorded it (older rows did not)."""
+    vals = [x for x in xs if x is not None]
+    return ({"min": min(vals), "median": statistics.median(vals), "max": max(vals)}
+            if vals else None)
+
+
 def _median(xs: list[Any]) -> float | None:
     vals = [x for x in xs if x is not None]
     return statistics.median(vals) if vals else None
@@ -361,7 +374,8 @@ def _median(xs: list[Any]) -> float | None:
 def table(summary: dict[str, Any]) -> list[str]:
     lines = [f"noise: {summary['scenario']} ({summary['runs']} runs, {summary['failed']} "
              f"failed, load average {summary['loadavg_1m']['min']}-"
-             f"{summary['loadavg_1m']['max']}; {summary['machine_note']})",
+             f"{summary['loadavg_1m']['max']}{_steal_range(summary.get('cpu_steal_pct'))}; "
+             f"{summary['machine_note']})",
              f"{'arm':<24} {'n':>3} {'median tps':>11} {'spread':>7} {'wall s':>7} "
              f"{'per min':>8}"]
     for name, a in summary["arms"].items():
@@ -375,6 +389,10 @@ def table(summary: dict[str, Any]) -> list[str]:
                          f"  spread {_pct(w['cv_pct'])}  wall {w['wall_s']:.0f} s  per min "
                          f"{_pct(w['per_minute_pct'])}")
     return lines
+
+
+def _steal_range(r: dict[str, float] | None) -> str:
+    return "" if not r else f", CPU steal {r['min']:.0f}-{r['max']:.0f}%"
 
 
 def _pct(x: float | None) -> str:
