@@ -37,11 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from pmem_advisor.errors import EXIT_INTERNAL, AdvisorError, Interrupted
+from pmem_advisor.tuner.cpu_steal import cpu_times, steal_pct
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 from pmem_advisor.tuner.transfer import from_unit, sobol_points
 
 from . import dataset
-from .harness.machine import cpu_times, steal_pct
 from .scenario import Scenario, durability_off, get
 
 CYCLE = 10  # rows per cycle after the screen: 8 Sobol, 1 anchor repeat, 1 Sobol repeat

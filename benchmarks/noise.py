@@ -38,9 +38,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pmem_advisor.tuner.cpu_steal import cpu_times, steal_pct
 from pmem_advisor.tuner.evaluator import TrialConfig
-
-from .harness.machine import cpu_times, steal_pct
 
 DEMO = "demo"
 # The demo's own run (benchmarks/demo.py): embedded PostgreSQL 18, data on /dev/shm, pgbench

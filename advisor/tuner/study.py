@@ -138,6 +138,7 @@ def measurement_attrs(m: Measurement) -> dict[str, Any]:
         "latency_p99_ms": lat.get("p99"),
         "errors": m.errors,
         "duration_s": m.duration_s,
+        "cpu_steal_pct": (m.raw or {}).get("cpu_steal_pct"),
     }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from pmem_advisor.tuner.cpu_steal import measure
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 from pmem_advisor.tuner.pruning import FINAL_STEP, PRUNED_BY_INTERIM_ATTR, InterimPruner
 from pmem_advisor.tuner.space import SearchSpace
@@ -311,7 +312,7 @@ class Tuner:
         intermediate values and stops when the pruner says it is clearly below the incumbent
         (the reason lands in ``pruned``). Baselines always run to the end."""
         if not (self.pruner is not None and role == "search"):
-            return self.evaluator.evaluate(config)
+            return measure(self.evaluator, config)
         storage = self.study._storage
 
         def on_interim(samples: list[float]) -> bool:
@@ -323,7 +324,7 @@ class Tuner:
 
         self.evaluator.on_interim = on_interim
         try:
-            return self.evaluator.evaluate(config)
+            return measure(self.evaluator, config)
         finally:
             self.evaluator.on_interim = None
 

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from pmem_advisor.tuner.cpu_steal import measure, steal_note
 from pmem_advisor.tuner.evaluator import TrialConfig
 from pmem_advisor.tuner.stats import compare, compare_paired, min_p_value, spread_pct
 from pmem_advisor.tuner.study import (
@@ -434,6 +435,12 @@ def run_final(tuner: Tuner) -> dict[str, Any] | None:
     verdict.update(finalists=key, plan=plan.to_dict(), claim_trial=storage.get_trial(mine).number,
                    trials={r: t.number for r, t in fin.items()}, objective=opts.objective,
                    failures=_run_failures(store, fin))
+    steal = [x.get("cpu_steal_pct") for t in fin.values() for x in store.get(str(t.number), [])]
+    note = steal_note(steal)
+    if note:  # a caveat every output prints with the verdict (text_full)
+        verdict.setdefault("notes", []).append(note.removeprefix("; "))
+        verdict["text_full"] = verdict.get("text_full", verdict.get("text", "")) + note
+    verdict["cpu_steal_pct_max"] = max((x for x in steal if x is not None), default=None)
     emitted = fin.get(verdict.get("emit") or "")
     values = values_of(store, fin, metric)
     median = statistics.median(values[verdict["emit"]]) if emitted is not None and values.get(
@@ -462,7 +469,7 @@ def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[s
             tuner.observer.phase(f"re-measure round {rnd}/{plan.max_rounds}: {_label(role)} "
                                  f"(trial {t.number})")
             cfg = t.user_attrs.get(config_attr) or {}
-            m = tuner.evaluator.evaluate(TrialConfig(params=cfg.get("params", {}),
+            m = measure(tuner.evaluator, TrialConfig(params=cfg.get("params", {}),
                                                      init_params=cfg.get("init_params", {})))
             runs.append({"ok": m.ok, **measurement_attrs(m), "failure": m.failure,
                          "round": rnd, "role": role})

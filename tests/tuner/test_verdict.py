@@ -10,6 +10,7 @@ import threading
 import pytest
 from optuna.trial import TrialState
 
+from pmem_advisor.report.describe import verdict_line
 from pmem_advisor.tuner.evaluator import Measurement
 from pmem_advisor.tuner.results import summarize
 from pmem_advisor.tuner.samplers import make_sampler
@@ -353,3 +354,20 @@ def test_time_budget_ends_the_rounds_and_says_so(study_factory, space):
     assert v["kind"] == "inconclusive" and v["emit"] == "rules"
     assert "the time budget ended the re-measurement after 0 rounds" in v["text"]
     assert not [f for f in summarize(study)["failures"] if f["phase"] != "search"]
+
+
+@pytest.mark.parametrize("steal, said", [(0.4, False), (23.0, True)])
+def test_the_verdict_says_when_the_hypervisor_took_the_cpu_during_its_runs(
+        study_factory, space, monkeypatch, steal, said):
+    from pmem_advisor.tuner import cpu_steal
+
+    monkeypatch.setattr(cpu_steal, "steal_pct", lambda before, after: steal)
+    study = _tune(study_factory, space, SyntheticEvaluator(seed=2, noise=0.002), trials=6,
+                  repeats=3, seed=2)
+    v = study.user_attrs[VERDICT_ATTR]
+    rem = study.user_attrs[REMEASURE_ATTR]
+    assert all(r["cpu_steal_pct"] == steal for runs in rem.values() for r in runs)
+    assert v["cpu_steal_pct_max"] == steal
+    assert ("hypervisor took 23-23% of the CPU" in v["text_full"]) is said
+    assert ("hypervisor" in verdict_line(summarize(study))) is said  # what every output prints
+    assert "hypervisor" not in v["text"]  # the short sentence stays the decision alone

@@ -1,8 +1,8 @@
-"""The steal share a row records, read from /proc/stat."""
+"""The steal share every measurement records, read from /proc/stat."""
 
 from __future__ import annotations
 
-from benchmarks.harness.machine import cpu_times, steal_pct
+from pmem_advisor.tuner.cpu_steal import cpu_times, measure, steal_note, steal_pct
 
 
 def _stat(tmp_path, name, line):
@@ -32,3 +32,22 @@ def test_no_steal_figure_without_two_sound_readings(tmp_path):
 def test_this_machine_has_readable_cpu_times():
     t = cpu_times()
     assert t is not None and sum(t.values()) > 0
+
+
+def test_a_measurement_carries_its_run_s_steal_share():
+    from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
+
+    class Busy:
+        def evaluate(self, config):
+            sum(i * i for i in range(200_000))  # some ticks pass
+            return Measurement(ok=True, throughput_tps=1.0)
+
+    m = measure(Busy(), TrialConfig())
+    assert m.ok and 0.0 <= m.raw["cpu_steal_pct"] <= 100.0
+
+
+def test_the_verdict_mentions_steal_only_when_it_was_notable():
+    assert steal_note([0.0, 1.2, None, 4.9]) == ""
+    assert steal_note([None]) == "" and steal_note([]) == ""
+    note = steal_note([2.0, 31.0, None])
+    assert "took 2-31% of the CPU" in note and "no setting removes" in note
