@@ -16,6 +16,9 @@ from typing import Any
 PROC_STAT = Path("/proc/stat")
 # the fields of the aggregate "cpu" line (proc(5)); guest time is already inside user
 FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+# The fewest clock ticks (summed over the CPUs) a share is computed from: 1 s on 2 CPUs at
+# the usual USER_HZ of 100. Every real run is longer; a shorter interval says nothing.
+MIN_TICKS = 200
 
 
 def cpu_times(stat: Path = PROC_STAT) -> dict[str, int] | None:
@@ -38,8 +41,8 @@ def steal_pct(before: dict[str, int] | None, after: dict[str, int] | None) -> fl
         return None
     delta = {k: after[k] - before[k] for k in FIELDS}
     total = sum(delta.values())
-    if total <= 0 or any(v < 0 for v in delta.values()):
-        return None
+    if total < MIN_TICKS or any(v < 0 for v in delta.values()):
+        return None  # too short to say (a tick is 10 ms: one stolen tick of two is not 50%)
     return round(100.0 * delta["steal"] / total, 1)
 
 
@@ -53,14 +56,43 @@ def measure(evaluator: Any, config: Any) -> Any:
     return m
 
 
-# Above this share of the CPU taken by the hypervisor during a run, the verdict says so.
+# Above this share of the CPU taken by the hypervisor during a run, the run is disturbed: the
+# verdict measures it again (at most DISTURBED_RERUNS times) and says so. On the 2-vCPU VM of
+# the module doc, runs at 5% steal or less gave 20,571-21,553 ops/s whatever their config,
+# runs at 7-10% 16,911-18,005: the host's share, not the config, made that difference.
 NOTABLE_STEAL_PCT = 5.0
+DISTURBED_RERUNS = 2
 
 
-def steal_note(values: list[float | None]) -> str:
+def disturbed(m: Any) -> bool:
+    pct = (getattr(m, "raw", None) or {}).get("cpu_steal_pct")
+    return pct is not None and pct > NOTABLE_STEAL_PCT
+
+
+def measure_undisturbed(evaluator: Any, config: Any, *, may_rerun: Any = lambda: True,
+                        on_rerun: Any = None) -> tuple[Any, list[dict[str, Any]]]:
+    """``measure``, again while the hypervisor took more than NOTABLE_STEAL_PCT of the CPU
+    during the run (at most DISTURBED_RERUNS more runs, and only while ``may_rerun()``, the
+    time budget); the kept measurement and the discarded runs (their steal and throughput).
+    The last run is kept whatever its steal: a host that never calms down still gets a
+    verdict, and the note says what the runs went through."""
+    m = measure(evaluator, config)
+    discarded: list[dict[str, Any]] = []
+    while disturbed(m) and len(discarded) < DISTURBED_RERUNS and may_rerun():
+        discarded.append({"cpu_steal_pct": m.raw.get("cpu_steal_pct"),
+                          "throughput_tps": m.throughput_tps if m.ok else None})
+        if on_rerun is not None:
+            on_rerun(m.raw.get("cpu_steal_pct"))
+        m = measure(evaluator, config)
+    return m, discarded
+
+
+def steal_note(values: list[float | None], reruns: int = 0) -> str:
     """A clause for the verdict when the host took a notable share of the CPU, else ''."""
     vals = [v for v in values if v is not None]
-    if not vals or max(vals) < NOTABLE_STEAL_PCT:
-        return ""
-    return (f"; the hypervisor took {min(vals):.0f}-{max(vals):.0f}% of the CPU during these "
-            "runs (steal): a cause of their spread that no setting removes")
+    again = (f"; {reruns} run(s) measured again because the hypervisor took more than "
+             f"{NOTABLE_STEAL_PCT:.0f}% of the CPU during them (steal)" if reruns else "")
+    if not vals or max(vals) <= NOTABLE_STEAL_PCT:
+        return again
+    return (again + f"; the hypervisor took {min(vals):.0f}-{max(vals):.0f}% of the CPU during "
+            "the runs kept (steal): a cause of their spread that no setting removes")

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from pmem_advisor.tuner.cpu_steal import measure, steal_note
+from pmem_advisor.tuner.cpu_steal import measure_undisturbed, steal_note
 from pmem_advisor.tuner.evaluator import TrialConfig
 from pmem_advisor.tuner.stats import compare, compare_paired, min_p_value, spread_pct
 from pmem_advisor.tuner.study import (
@@ -435,8 +435,11 @@ def run_final(tuner: Tuner) -> dict[str, Any] | None:
     verdict.update(finalists=key, plan=plan.to_dict(), claim_trial=storage.get_trial(mine).number,
                    trials={r: t.number for r, t in fin.items()}, objective=opts.objective,
                    failures=_run_failures(store, fin))
-    steal = [x.get("cpu_steal_pct") for t in fin.values() for x in store.get(str(t.number), [])]
-    note = steal_note(steal)
+    kept = [x for t in fin.values() for x in store.get(str(t.number), [])]
+    steal = [x.get("cpu_steal_pct") for x in kept]
+    reruns = sum(len(x.get("disturbed_runs") or []) for x in kept)
+    note = steal_note(steal, reruns)
+    verdict["disturbed_reruns"] = reruns
     if note:  # a caveat every output prints with the verdict (text_full)
         verdict.setdefault("notes", []).append(note.removeprefix("; "))
         verdict["text_full"] = verdict.get("text_full", verdict.get("text", "")) + note
@@ -469,10 +472,19 @@ def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[s
             tuner.observer.phase(f"re-measure round {rnd}/{plan.max_rounds}: {_label(role)} "
                                  f"(trial {t.number})")
             cfg = t.user_attrs.get(config_attr) or {}
-            m = measure(tuner.evaluator, TrialConfig(params=cfg.get("params", {}),
-                                                     init_params=cfg.get("init_params", {})))
+
+            def rerun(pct: float | None, rnd: int = rnd, role: str = role) -> None:
+                tuner.observer.phase(f"re-measure round {rnd}/{plan.max_rounds}: {_label(role)}"
+                                     f" again: the hypervisor took {pct:.0f}% of the CPU")
+
+            m, discarded = measure_undisturbed(
+                tuner.evaluator, TrialConfig(params=cfg.get("params", {}),
+                                             init_params=cfg.get("init_params", {})),
+                may_rerun=lambda: deadline is None or time.monotonic() < deadline,
+                on_rerun=rerun)
             runs.append({"ok": m.ok, **measurement_attrs(m), "failure": m.failure,
-                         "round": rnd, "role": role})
+                         "round": rnd, "role": role,
+                         **({"disturbed_runs": discarded} if discarded else {})})
             study.set_user_attr(remeasure_attr, store)
             tuner.observer.remeasured(rnd, plan.max_rounds, _label(role), t.number,
                                       runs[-1].get(metric) if m.ok else None, m.failure,

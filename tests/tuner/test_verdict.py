@@ -356,18 +356,55 @@ def test_time_budget_ends_the_rounds_and_says_so(study_factory, space):
     assert not [f for f in summarize(study)["failures"] if f["phase"] != "search"]
 
 
-@pytest.mark.parametrize("steal, said", [(0.4, False), (23.0, True)])
-def test_the_verdict_says_when_the_hypervisor_took_the_cpu_during_its_runs(
-        study_factory, space, monkeypatch, steal, said):
+def _steal_sequence(monkeypatch, values):
+    """Every run's steal share from ``values`` in turn (the last one repeats)."""
     from pmem_advisor.tuner import cpu_steal
 
-    monkeypatch.setattr(cpu_steal, "steal_pct", lambda before, after: steal)
-    study = _tune(study_factory, space, SyntheticEvaluator(seed=2, noise=0.002), trials=6,
-                  repeats=3, seed=2)
+    seq = list(values)
+    monkeypatch.setattr(cpu_steal, "steal_pct",
+                        lambda before, after: seq.pop(0) if len(seq) > 1 else seq[0])
+
+
+def test_a_quiet_host_is_measured_once_per_run_and_not_mentioned(study_factory, space,
+                                                                 monkeypatch):
+    _steal_sequence(monkeypatch, [0.4])
+    ev = SyntheticEvaluator(seed=2, noise=0.002)
+    study = _tune(study_factory, space, ev, trials=6, repeats=3, seed=2)
     v = study.user_attrs[VERDICT_ATTR]
     rem = study.user_attrs[REMEASURE_ATTR]
-    assert all(r["cpu_steal_pct"] == steal for runs in rem.values() for r in runs)
-    assert v["cpu_steal_pct_max"] == steal
-    assert ("hypervisor took 23-23% of the CPU" in v["text_full"]) is said
-    assert ("hypervisor" in verdict_line(summarize(study))) is said  # what every output prints
+    assert len(ev.calls) == 6 + 3 * v["rounds"]  # no run measured again
+    assert all(r["cpu_steal_pct"] == 0.4 and "disturbed_runs" not in r
+               for runs in rem.values() for r in runs)
+    assert v["disturbed_reruns"] == 0 and "hypervisor" not in verdict_line(summarize(study))
+
+
+def test_a_run_the_hypervisor_disturbed_is_measured_again_in_its_round(study_factory, space,
+                                                                       monkeypatch):
+    # the 6 search runs are quiet; the first re-measurement is disturbed (31%), its repeat not
+    _steal_sequence(monkeypatch, [1.0] * 6 + [31.0, 2.0, 1.0])
+    ev = SyntheticEvaluator(seed=2, noise=0.002)
+    study = _tune(study_factory, space, ev, trials=6, repeats=3, seed=2)
+    v = study.user_attrs[VERDICT_ATTR]
+    rem = study.user_attrs[REMEASURE_ATTR]
+    first = rem[str(v["trials"]["tuned"])][0]
+    assert first["round"] == 1 and first["cpu_steal_pct"] == 2.0
+    assert [d["cpu_steal_pct"] for d in first["disturbed_runs"]] == [31.0]
+    assert len(ev.calls) == 6 + 3 * v["rounds"] + 1  # one run more, in the same round
+    assert v["disturbed_reruns"] == 1
+    line = verdict_line(summarize(study))  # what every output prints
+    assert "1 run(s) measured again because the hypervisor took more than 5%" in line
+    assert "of the CPU during the runs kept" not in line  # the kept runs were quiet
     assert "hypervisor" not in v["text"]  # the short sentence stays the decision alone
+
+
+def test_a_host_that_never_calms_down_still_gets_a_verdict_that_says_so(study_factory, space,
+                                                                         monkeypatch):
+    _steal_sequence(monkeypatch, [23.0])
+    ev = SyntheticEvaluator(seed=2, noise=0.002)
+    study = _tune(study_factory, space, ev, trials=6, repeats=3, seed=2)
+    v = study.user_attrs[VERDICT_ATTR]
+    runs = 3 * v["rounds"]
+    assert len(ev.calls) == 6 + 3 * runs  # every run measured twice more, then kept
+    assert v["disturbed_reruns"] == 2 * runs and v["cpu_steal_pct_max"] == 23.0
+    assert v["decided"]
+    assert "took 23-23% of the CPU during the runs kept" in v["text_full"]
