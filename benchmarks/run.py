@@ -238,6 +238,9 @@ def advisor_arm(data: surrogate.ScenarioData, space: SearchSpace, data_dir: Path
             f"{len(warm)} warm start(s); local moves alternating with global points over the "
             "bounds, ranked by the transfer model, then by a forest's expected improvement on "
             "its own trials")
+    # trial 1 is the rules' config exactly: the server's default where the rules set nothing
+    # (not a random value: the sampler draws the knobs its centre lacks)
+    centre = {**{n: v for n, v in default.items() if n not in centre}, **centre}
     return AdvisorArm(base=base, centre=centre, importance=importance,
                       bounds=rules.get("bounds") or {}, warm_starts=warm, note=note,
                       score=learnt.score if learnt.model is not None else None), notes

@@ -46,7 +46,9 @@ def tune(
     latency_slo: float = typer.Option(None, "--latency-slo", help="p95 limit in ms."),
     allow_unsafe: bool = typer.Option(False, "--allow-unsafe", help="Tune durability-risk knobs."),
     no_rules: bool = typer.Option(False, "--no-rules", help="No rules-only trial or rule base."),
-    sampler: str = typer.Option("tpe", "--sampler", help="tpe, gp, random or cmaes."),
+    sampler: str = typer.Option(
+        "tpe", "--sampler", help="tpe, gp, random, cmaes, or trust-region (centred on the "
+        "rules' config, their important knobs first, within their bounds)."),
     seed: int = typer.Option(None, "--seed", help="Sampler seed."),
     storage: str = typer.Option(None, "--storage", help="SQLAlchemy URL shared by workers."),
     study: str = typer.Option(None, "--study", help="Study name."),

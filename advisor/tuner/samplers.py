@@ -24,6 +24,29 @@ def startup_trials(n_trials: int) -> int:
     return max(3, min(10, n_trials // 4))
 
 
+def trust_region_knowledge(space: Any, important: list[str] | None = None,
+                           bounds: dict | None = None) -> dict[str, Any]:
+    """What ``tune --sampler trust-region`` gives the sampler from the rules: the centre (the
+    rules' value of every searched knob, the server's default where the rules set none), the
+    move order (the rules' important knobs, then the cheap scopes before the dear ones) and
+    the rules' bounds. Warm starts learnt from other scenarios need their datasets, which
+    ``tune`` does not have: none here (``make bench`` gives its arm those too)."""
+    from pmem_advisor.tuner.space import COST_ORDER
+
+    rules = space.rules_params or {}
+    centre = {}
+    for k in space.knobs:
+        value = rules.get(k.name, space.default_params.get(k.name, k.default))
+        if value is not None:
+            centre[k.name] = value
+    names = [k.name for k in space.knobs]
+    first = [n for n in important or [] if n in names] if space.rules_params is not None else []
+    rest = sorted((k for k in space.knobs if k.name not in first),
+                  key=lambda k: COST_ORDER.get(k.scope, 2))
+    return {"centre": centre, "importance": [*first, *(k.name for k in rest)],
+            "bounds": dict(bounds or {}) if space.rules_params is not None else {}}
+
+
 def make_sampler(name: str, *, seed: int | None, n_trials: int,
                  centre: dict | None = None, importance: list[str] | None = None,
                  warm_starts: list[dict] | None = None, bounds: dict | None = None,

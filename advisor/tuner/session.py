@@ -27,7 +27,7 @@ from pmem_advisor.engines.api import EvalRequest
 from pmem_advisor.engines.registry import get_engine, list_engines
 from pmem_advisor.errors import EnvironmentProblem, Interrupted, UsageError
 from pmem_advisor.tuner.limits import UNIT_BYTES, Limits
-from pmem_advisor.tuner.samplers import SAMPLERS, make_sampler
+from pmem_advisor.tuner.samplers import SAMPLERS, make_sampler, trust_region_knowledge
 from pmem_advisor.tuner.space import KnobSpec, build_space
 from pmem_advisor.tuner.storage import default_url, open_storage, redact
 from pmem_advisor.tuner.study import METRIC_ATTRS, open_study
@@ -570,7 +570,9 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
             "allow_unsafe": req.allow_unsafe, "memory_bytes": target.memory_bytes,
             "connections": target.connections, "data_dir": _data_dir(req),
             "wal_dir": req.wal_dir, "memory_enforced": enforced}
-    sampler = make_sampler(req.sampler, seed=req.seed, n_trials=req.trials)
+    knowledge = (trust_region_knowledge(space, list(rec.important), rec.bounds)
+                 if req.sampler == "trust-region" else {})
+    sampler = make_sampler(req.sampler, seed=req.seed, n_trials=req.trials, **knowledge)
     try:
         study, space = open_study(storage, name, meta, space, resume=req.resume,
                                   sampler=sampler)

@@ -83,7 +83,9 @@ def test_a_scenario_never_learns_from_its_own_dataset(data_dir):
         (alone / f"syn-a{suffix}").write_bytes((data_dir / f"syn-a{suffix}").read_bytes())
     arm, notes = run.advisor_arm(data, space, alone)
     assert "no similar scenario" in notes[0]
-    assert arm.centre == {"x": 60, "y": 25.0}  # the rules' values, the search's centre
+    # the search's centre, its first trial: the rules' values, and the server's default for
+    # the knob the rules leave alone (not a random draw: trial 1 is the rules' config)
+    assert arm.centre == {"x": 60, "y": 25.0, "mode": "a"}
     assert arm.importance[0] == "x"  # the rules' important knob first
 
 

@@ -271,3 +271,31 @@ def test_tune_foreign_workload_is_usage_error(run_cli, fake_engine, fake_binary,
     code, out, err = run_cli("tune", "fake", "--workload", "pgbench-tpcb", "--trials", "1",
                              "--out", str(tmp_path / "out"))
     assert code == EXIT_USAGE and "fake-kv" in err
+
+
+def test_fake_tune_with_the_trust_region_gets_the_rules_knowledge(run_cli, fake_engine,
+                                                                    fake_binary, tmp_path,
+                                                                    monkeypatch):
+    """`tune --sampler trust-region` centres the sampler on the rules' config, orders its
+    moves by the rules' important knobs and holds it in their bounds: the same knowledge the
+    benchmark's pmem-advisor arm gets (less the warm starts, which need the datasets)."""
+    pytest.importorskip("optuna")
+    from pmem_advisor.tuner import samplers, session
+
+    made = []
+
+    def spy(name, **kw):
+        made.append((name, kw))
+        return samplers.make_sampler(name, **kw)
+
+    monkeypatch.setattr(session, "make_sampler", spy)
+    code, out, err = run_cli("tune", "fakedb", "--workload", "fake-kv", "--trials", "4",
+                             "--sampler", "trust-region", "--duration", "1", "--warmup", "0",
+                             "--repeats", "0", "--memory", "2G", "--out",
+                             str(tmp_path / "out"), "--storage",
+                             f"sqlite:///{tmp_path / 'study.db'}", "--json")
+    assert code == 0, err
+    (name, kw), = made
+    assert name == "trust-region" and kw["centre"] and kw["importance"]
+    assert set(kw["centre"]) == set(kw["importance"])  # every searched knob, once
+    assert json.loads(out).get("config_file", "").endswith("fakedb.tuned.ini")

@@ -80,3 +80,31 @@ def test_tpe_and_cmaes_learn_from_pruned_runs_as_from_complete_ones():
             late = sum(_miss(t) for t in study.trials[-10:]) / 10
             assert late < sum(_miss(t) for t in study.trials[:5]) / 5 / 2, (name, pruned)
         assert picked[True] == picked[False], name
+
+
+def test_tune_s_trust_region_gets_the_rules_centre_order_and_bounds():
+    from pmem_advisor.tuner.samplers import TrustRegionSampler, trust_region_knowledge
+    from pmem_advisor.tuner.space import COST_ORDER
+    from tests.tuner.conftest import make_space
+    from tests.tuner.synthetic import BOUNDS, IMPORTANT
+
+    space = make_space()
+    k = trust_region_knowledge(space, IMPORTANT, BOUNDS)
+    assert k["centre"] == space.rules_params  # every searched knob, the rules' value
+    assert k["centre"]["shared_buffers"] == 262144
+    names = [x.name for x in space.knobs]
+    first = [n for n in IMPORTANT if n in names]
+    assert k["importance"][: len(first)] == first and sorted(k["importance"]) == sorted(names)
+    scopes = {x.name: x.scope for x in space.knobs}
+    rest = [COST_ORDER[scopes[n]] for n in k["importance"][len(first):]]
+    assert rest == sorted(rest)  # then the cheap scopes before the dear ones
+    assert k["bounds"] == BOUNDS
+    sampler = make_sampler("trust-region", seed=1, n_trials=10, **k)
+    assert isinstance(sampler, TrustRegionSampler) and sampler.centre == k["centre"]
+    # --no-rules: the server's defaults are the centre, no rule ranks or bounds anything
+    bare = make_space(use_rules=False)
+    k = trust_region_knowledge(bare, IMPORTANT, BOUNDS)
+    assert k["centre"] == {n: v for n, v in bare.default_params.items() if v is not None}
+    assert k["bounds"] == {}
+    order = [COST_ORDER[{x.name: x.scope for x in bare.knobs}[n]] for n in k["importance"]]
+    assert order == sorted(order)  # by cost alone
