@@ -365,13 +365,17 @@ def _steal_sequence(monkeypatch, values):
                         lambda before, after: seq.pop(0) if len(seq) > 1 else seq[0])
 
 
-def test_a_quiet_host_is_measured_once_per_run_and_not_mentioned(study_factory, space,
-                                                                 monkeypatch):
-    _steal_sequence(monkeypatch, [0.4])
+def _tune_on_host(study_factory, space, monkeypatch, steal):
+    """6 search trials and up to 3 rounds, each run's steal share from ``steal`` in turn."""
+    _steal_sequence(monkeypatch, steal)
     ev = SyntheticEvaluator(seed=2, noise=0.002)
     study = _tune(study_factory, space, ev, trials=6, repeats=3, seed=2)
-    v = study.user_attrs[VERDICT_ATTR]
-    rem = study.user_attrs[REMEASURE_ATTR]
+    return ev, study, study.user_attrs[VERDICT_ATTR], study.user_attrs[REMEASURE_ATTR]
+
+
+def test_a_quiet_host_is_measured_once_per_run_and_not_mentioned(study_factory, space,
+                                                                 monkeypatch):
+    ev, study, v, rem = _tune_on_host(study_factory, space, monkeypatch, [0.4])
     assert len(ev.calls) == 6 + 3 * v["rounds"]  # no run measured again
     assert all(r["cpu_steal_pct"] == 0.4 and "disturbed_runs" not in r
                for runs in rem.values() for r in runs)
@@ -381,11 +385,8 @@ def test_a_quiet_host_is_measured_once_per_run_and_not_mentioned(study_factory, 
 def test_a_run_the_hypervisor_disturbed_is_measured_again_in_its_round(study_factory, space,
                                                                        monkeypatch):
     # the 6 search runs are quiet; the first re-measurement is disturbed (31%), its repeat not
-    _steal_sequence(monkeypatch, [1.0] * 6 + [31.0, 2.0, 1.0])
-    ev = SyntheticEvaluator(seed=2, noise=0.002)
-    study = _tune(study_factory, space, ev, trials=6, repeats=3, seed=2)
-    v = study.user_attrs[VERDICT_ATTR]
-    rem = study.user_attrs[REMEASURE_ATTR]
+    ev, study, v, rem = _tune_on_host(study_factory, space, monkeypatch,
+                                      [1.0] * 6 + [31.0, 2.0, 1.0])
     first = rem[str(v["trials"]["tuned"])][0]
     assert first["round"] == 1 and first["cpu_steal_pct"] == 2.0
     assert [d["cpu_steal_pct"] for d in first["disturbed_runs"]] == [31.0]
@@ -399,10 +400,7 @@ def test_a_run_the_hypervisor_disturbed_is_measured_again_in_its_round(study_fac
 
 def test_a_host_that_never_calms_down_still_gets_a_verdict_that_says_so(study_factory, space,
                                                                          monkeypatch):
-    _steal_sequence(monkeypatch, [23.0])
-    ev = SyntheticEvaluator(seed=2, noise=0.002)
-    study = _tune(study_factory, space, ev, trials=6, repeats=3, seed=2)
-    v = study.user_attrs[VERDICT_ATTR]
+    ev, _, v, _ = _tune_on_host(study_factory, space, monkeypatch, [23.0])
     runs = 3 * v["rounds"]
     assert len(ev.calls) == 6 + 3 * runs  # every run measured twice more, then kept
     assert v["disturbed_reruns"] == 2 * runs and v["cpu_steal_pct_max"] == 23.0
