@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from pmem_advisor.errors import EXIT_INTERNAL, AdvisorError, Interrupted
-from pmem_advisor.tuner.cpu_steal import cpu_times, steal_pct
+from pmem_advisor.tuner.cpu_steal import measure, steal_clause
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 from pmem_advisor.tuner.transfer import from_unit, sobol_points
 
@@ -239,9 +239,8 @@ def git_commit() -> str:
 
 def measure_row(ctx: CollectContext, row: int, point: Point, run_id: str) -> dict[str, Any]:
     load_before = os.getloadavg()
-    cpu_before = cpu_times()
     started = time.time()
-    m: Measurement = ctx.evaluator.evaluate(point.config)
+    m: Measurement = measure(ctx.evaluator, point.config)
     return {
         "row": row, "kind": point.kind, "sobol": point.sobol, "run": run_id,
         "params": point.config.params, "init_params": point.config.init_params,
@@ -251,7 +250,7 @@ def measure_row(ctx: CollectContext, row: int, point: Point, run_id: str) -> dic
         "wall_s": round(time.time() - started, 2),
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-        "cpu_steal_pct": steal_pct(cpu_before, cpu_times()),
+        "cpu_steal_pct": m.raw.get("cpu_steal_pct"),
         "cgroup_peak_bytes": ctx.peak_bytes(),
     }
 
@@ -301,7 +300,7 @@ def collect(ctx: CollectContext, data_dir: Path, *, minutes: float | None = None
                 log(f"[{scn.name}] row {row['row']} {point.kind}"
                     f"{'' if point.sobol is None else ' #' + str(point.sobol)}: {result} "
                     f"({row['wall_s']:.0f} s, load {row['loadavg_before'][0]:.1f}"
-                    f"{_steal_note(row.get('cpu_steal_pct'))})")
+                    f"{steal_clause(row.get('cpu_steal_pct'))})")
                 if kept is None:
                     now, lines = screen_verdict(rows, scn.repeats)
                     if now is not None:
@@ -316,10 +315,6 @@ def collect(ctx: CollectContext, data_dir: Path, *, minutes: float | None = None
             prov["machine_load"] = load_note(rows)
             dataset.write_json(prov_path, prov)
     return added
-
-
-def _steal_note(pct: float | None) -> str:
-    return "" if pct is None else f", steal {pct:.0f}%"
 
 
 def load_note(rows: list[dict[str, Any]]) -> str | None:

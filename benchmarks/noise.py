@@ -38,7 +38,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pmem_advisor.tuner.cpu_steal import cpu_times, steal_pct
+from pmem_advisor.tuner.cpu_steal import measure as measure_run
+from pmem_advisor.tuner.cpu_steal import steal_clause
 from pmem_advisor.tuner.evaluator import TrialConfig
 
 DEMO = "demo"
@@ -228,9 +229,8 @@ def measure(scenario: str, arms: list[Arm], rounds: int, out: Path,
                 for arm in arms:
                     configure(evaluator, arm)
                     load_before = os.getloadavg()
-                    cpu_before = cpu_times()
                     started = time.time()
-                    m = evaluator.evaluate(TrialConfig())
+                    m = measure_run(evaluator, TrialConfig())
                     row = {"scenario": scenario, "arm": asdict(arm), "round": rnd, "ok": m.ok,
                            "tps": m.throughput_tps, "failure": m.failure,
                            "interim_tps": m.interim_tps,
@@ -242,14 +242,14 @@ def measure(scenario: str, arms: list[Arm], rounds: int, out: Path,
                                                     time.gmtime(started)),
                            "loadavg_before": [round(x, 2) for x in load_before],
                            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-                           "cpu_steal_pct": steal_pct(cpu_before, cpu_times()),
+                           "cpu_steal_pct": m.raw.get("cpu_steal_pct"),
                            "setup": info}
                     f.write(json.dumps(row) + "\n")
                     f.flush()
                     tps = f"{m.throughput_tps:,.0f} tps" if m.ok else f"failed: {m.failure}"
                     log(f"[{scenario}] round {rnd} {arm.name}: {tps} ({row['wall_s']:.0f} s, "
-                        f"cut {row['window']['warmup_cut_s']}, load {load_before[0]:.1f}, "
-                        f"steal {row['cpu_steal_pct']}%)")
+                        f"cut {row['window']['warmup_cut_s']}, load {load_before[0]:.1f}"
+                        f"{steal_clause(row['cpu_steal_pct'])})")
     finally:
         close()
 

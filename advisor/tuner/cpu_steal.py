@@ -65,8 +65,15 @@ DISTURBED_RERUNS = 2
 
 
 def disturbed(m: Any) -> bool:
+    """A completed run the host slowed; a failed run is the config's, whatever the steal,
+    and is kept as the failure it is."""
     pct = (getattr(m, "raw", None) or {}).get("cpu_steal_pct")
-    return pct is not None and pct > NOTABLE_STEAL_PCT
+    return bool(getattr(m, "ok", False)) and pct is not None and pct > NOTABLE_STEAL_PCT
+
+
+def steal_clause(pct: float | None) -> str:
+    """', steal N%' for a progress line, '' where the run recorded none."""
+    return "" if pct is None else f", steal {pct:.0f}%"
 
 
 def measure_undisturbed(evaluator: Any, config: Any, *, may_rerun: Any = lambda: True,
@@ -80,7 +87,7 @@ def measure_undisturbed(evaluator: Any, config: Any, *, may_rerun: Any = lambda:
     discarded: list[dict[str, Any]] = []
     while disturbed(m) and len(discarded) < DISTURBED_RERUNS and may_rerun():
         discarded.append({"cpu_steal_pct": m.raw.get("cpu_steal_pct"),
-                          "throughput_tps": m.throughput_tps if m.ok else None})
+                          "throughput_tps": m.throughput_tps})
         if on_rerun is not None:
             on_rerun(m.raw.get("cpu_steal_pct"))
         m = measure(evaluator, config)

@@ -33,18 +33,16 @@ def trust_region_knowledge(space: Any, important: list[str] | None = None,
     ``tune`` does not have: none here (``make bench`` gives its arm those too)."""
     from pmem_advisor.tuner.space import COST_ORDER
 
-    rules = space.rules_params or {}
-    centre = {}
-    for k in space.knobs:
-        value = rules.get(k.name, space.default_params.get(k.name, k.default))
-        if value is not None:
-            centre[k.name] = value
+    ruled = space.rules_params is not None  # None with --no-rules: the defaults, no ranks
+    # rules_params holds every searched knob (the default where the rules set none)
+    base = space.rules_params if ruled else space.default_params
+    centre = {n: v for n, v in base.items() if v is not None}
     names = [k.name for k in space.knobs]
-    first = [n for n in important or [] if n in names] if space.rules_params is not None else []
+    first = [n for n in important or [] if n in names] if ruled else []
     rest = sorted((k for k in space.knobs if k.name not in first),
                   key=lambda k: COST_ORDER.get(k.scope, 2))
     return {"centre": centre, "importance": [*first, *(k.name for k in rest)],
-            "bounds": dict(bounds or {}) if space.rules_params is not None else {}}
+            "bounds": dict(bounds or {}) if ruled else {}}
 
 
 def make_sampler(name: str, *, seed: int | None, n_trials: int,

@@ -90,6 +90,16 @@ def test_disturbed_runs_are_measured_again_at_most_twice_and_within_the_time(mon
         m, discarded = measure_undisturbed(ev, TrialConfig(), on_rerun=said.append)
         assert ev.n == runs and m.throughput_tps == kept and len(discarded) == runs - 1
         assert said == [d["cpu_steal_pct"] for d in discarded]
+    # a failed run is the config's failure, whatever the steal: kept, never re-run away
+    class Crashing(Counting):
+        def evaluate(self, config):
+            self.n += 1
+            return Measurement(ok=False, failure="server process exited with code -9")
+
+    monkeypatch.setattr(cpu_steal, "steal_pct", lambda b, a: 40.0)
+    ev = Crashing()
+    m, discarded = measure_undisturbed(ev, TrialConfig())
+    assert ev.n == 1 and discarded == [] and not m.ok and "-9" in m.failure
     # out of time: the disturbed run is kept, not repeated
     monkeypatch.setattr(cpu_steal, "steal_pct", lambda b, a: 40.0)
     ev = Counting()
