@@ -142,14 +142,17 @@ def stream(argv: list[str], *, what: str, timeout: float, on_sample: Callable[
     reports = proc.stdout if report_stream == "stdout" else proc.stderr
     other = proc.stderr if report_stream == "stdout" else proc.stdout
     other_text: list[str] = []
-    drain = threading.Thread(target=lambda: other_text.append(other.read()), daemon=True)
-    drain.start()
-    timer = threading.Timer(timeout, _kill, args=(proc,))
-    timer.start()
     lines: list[str] = []
     samples: list[float] = []
     stopped = False
+    drain = threading.Thread(target=lambda: other_text.append(other.read()), daemon=True)
+    # A daemon: a Ctrl-C that lands while it starts must not leave a thread the interpreter
+    # waits for at exit (the whole timeout) after the run was abandoned.
+    timer = threading.Timer(timeout, _kill, args=(proc,))
+    timer.daemon = True
     try:
+        drain.start()
+        timer.start()
         for line in reports:
             lines.append(line)
             s = parse_sample(line)
@@ -165,7 +168,8 @@ def stream(argv: list[str], *, what: str, timeout: float, on_sample: Callable[
         raise
     finally:
         timer.cancel()
-        drain.join(timeout=10)
+        if drain.is_alive():
+            drain.join(timeout=10)
     timed_out = proc.returncode is not None and proc.returncode < 0 and not stopped and \
         -proc.returncode == signal.SIGKILL
     text = "".join(lines)

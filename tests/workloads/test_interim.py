@@ -100,3 +100,27 @@ def test_stream_stops_the_tool_when_told():
 def test_stream_failure_is_one_error():
     with pytest.raises(EnvironmentProblem, match="fake failed"):
         stream(_script(1, code=3), what="fake", timeout=30)
+
+
+def test_a_ctrl_c_while_the_stream_starts_leaves_no_thread_to_wait_for(monkeypatch):
+    """A KeyboardInterrupt that lands while the watchdog starts: the tool is killed and no
+    thread is left that the interpreter would wait for at exit (it held a Ctrl-C'd CLI for
+    the whole run's timeout)."""
+    import threading
+
+    started: list = []
+
+    class InterruptedTimer(threading.Timer):
+        def start(self) -> None:
+            super().start()
+            started.append(self)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading, "Timer", InterruptedTimer)
+    with pytest.raises(KeyboardInterrupt):
+        stream(_script(200, delay=0.05), what="fake", timeout=60)
+    proc = started[0].args[0]
+    assert proc.wait(timeout=30) < 0  # killed, not left to run
+    waited_for = [t for t in threading.enumerate()
+                  if t.is_alive() and not t.daemon and t is not threading.main_thread()]
+    assert not waited_for
