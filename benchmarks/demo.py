@@ -21,15 +21,21 @@ DEMO_REPEATS / DEMO_MEMORY / DEMO_OUT override the defaults.
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from pmem_advisor.cli.main import main as cli
 from pmem_advisor.cli.output import console
+from pmem_advisor.errors import EXIT_ENVIRONMENT
+from pmem_advisor.fileio import held_dir, unlink_at
 from pmem_advisor.report.describe import outcome_lines
 
 OUT = Path(os.environ.get("DEMO_OUT", "demo-out"))
@@ -65,34 +71,62 @@ def spread_line(summary: dict) -> str:
     return "repeat spread (coefficient of variation): " + ", ".join(parts) + ci
 
 
-def main() -> int:
+@contextlib.contextmanager
+def owned_out() -> Iterator[int]:
+    """The output directory, held for this demo alone: a second demo would delete the first's
+    study under it (each starts a fresh one). Yields the directory's descriptor."""
+    with held_dir(OUT, create=True) as dfd:
+        try:
+            fcntl.flock(dfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            console.print(f"demo: error: another demo is writing {OUT}/ (wait for it to end, or "
+                          "set DEMO_OUT to another directory)", markup=False, highlight=False,
+                          soft_wrap=True)
+            sys.exit(EXIT_ENVIRONMENT)
+        yield dfd
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.demo", description=__doc__.split("\n\n")[0],
+        epilog="Environment: DEMO_TRIALS (6), DEMO_DURATION (20 s), DEMO_REPEATS (8), "
+               "DEMO_MEMORY (2G), DEMO_OUT (demo-out).")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parse_args(argv)
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    work = Path(tempfile.mkdtemp(prefix="pmem-advisor-demo-", dir=shm))
-    os.chmod(work, 0o755)  # the unprivileged server user must reach the data directory
-    data = work / "data"
-    (OUT / "study.db").unlink(missing_ok=True)  # a fresh study on every demo
-    OUT.mkdir(exist_ok=True)
-    try:
-        _step("1/3 probe: this machine's memory, persistent memory and paths",
-              "probe", "--path", str(work), "--out", str(OUT / "profile.json"))
-        _step("2/3 recommend: the papers' rules for PostgreSQL with data on this path",
-              "recommend", "postgres", "--profile", str(OUT / "profile.json"),
-              "--data-dir", str(work), "--clients", "4", "--memory", MEMORY,
-              "--out", str(OUT / "postgresql.rules.conf"))
-        _step(f"3/3 tune: {TRIALS} trials of pgbench on embedded PostgreSQL 18",
-              "tune", "postgres", "--workload", "pgbench-tpcb", "--trials", TRIALS,
-              "--duration", DURATION, "--warmup", "2", "--clients", "4", "--repeats", REPEATS,
-              "--memory", MEMORY, "--seed", "7", "--data-dir", str(data), "--out", str(OUT))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    console.rule("verdict")
-    summary = json.loads((OUT / "summary.json").read_text(encoding="utf-8"))
+    with owned_out() as out_fd:
+        unlink_at(out_fd, "study.db")  # a fresh study on every demo
+        work = Path(tempfile.mkdtemp(prefix="pmem-advisor-demo-", dir=shm))
+        os.chmod(work, 0o755)  # the unprivileged server user must reach the data directory
+        try:
+            _run(work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        console.rule("verdict")
+        summary = json.loads((OUT / "summary.json").read_text(encoding="utf-8"))
     for line in [*outcome_lines(summary), spread_line(summary)]:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.rule("done")
     console.print(f"outputs in {OUT}/: postgresql.tuned.conf, report.html, report.md, "
                   "summary.json, postgresql.rules.conf, profile.json")
     return 0
+
+
+def _run(work: Path) -> None:
+    data = work / "data"
+    _step("1/3 probe: this machine's memory, persistent memory and paths",
+          "probe", "--path", str(work), "--out", str(OUT / "profile.json"))
+    _step("2/3 recommend: the papers' rules for PostgreSQL with data on this path",
+          "recommend", "postgres", "--profile", str(OUT / "profile.json"),
+          "--data-dir", str(work), "--clients", "4", "--memory", MEMORY,
+          "--out", str(OUT / "postgresql.rules.conf"))
+    _step(f"3/3 tune: {TRIALS} trials of pgbench on embedded PostgreSQL 18",
+          "tune", "postgres", "--workload", "pgbench-tpcb", "--trials", TRIALS,
+          "--duration", DURATION, "--warmup", "2", "--clients", "4", "--repeats", REPEATS,
+          "--memory", MEMORY, "--seed", "7", "--data-dir", str(data), "--out", str(OUT))
 
 
 if __name__ == "__main__":

@@ -221,11 +221,19 @@ class Heartbeat:
         self._interval = get() if get else None
         self._storage, self._trial_id = storage, trial_id
         self._stop = threading.Event()
+        self.error: Exception | None = None
         self._thread = threading.Thread(target=self._beat, daemon=True)
 
     def _beat(self) -> None:
         while True:
-            self._storage.record_heartbeat(self._trial_id)
+            try:
+                self._storage.record_heartbeat(self._trial_id)
+            except Exception as e:  # noqa: BLE001 - the measuring thread meets it in one line
+                # A storage that went away (a removed or read-only study file, a dropped
+                # database) fails the worker's next write, which reports it; a thread's
+                # traceback on stderr would only bury that line.
+                self.error = e
+                return
             if self._stop.wait(self._interval):
                 return
 

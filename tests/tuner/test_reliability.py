@@ -260,3 +260,28 @@ def test_sigterm_anywhere_in_a_trial_fails_it_with_the_reason(study_factory, spa
     # Resumable: the interrupted baseline is queued again.
     assert [t for t in study.get_trials() if t.state == TrialState.WAITING
             and t.user_attrs.get("role") == "default"]
+
+
+def test_a_storage_that_goes_away_stops_the_heartbeat_without_a_traceback(monkeypatch):
+    """The study file removed under a running tuner (a second `make demo` starting over):
+    the heartbeat thread records the error and ends; the worker's next write reports it in
+    one line. Before, the thread printed its traceback on stderr."""
+    import threading
+    import types
+
+    from pmem_advisor.tuner.study import Heartbeat
+
+    class GoneStorage:
+        def get_heartbeat_interval(self) -> int:
+            return 1
+
+        def record_heartbeat(self, trial_id: int) -> None:
+            raise RuntimeError("attempt to write a readonly database")
+
+    uncaught: list = []
+    monkeypatch.setattr(threading, "excepthook", uncaught.append)
+    beat = Heartbeat(types.SimpleNamespace(_storage=GoneStorage()), 1)
+    with beat:
+        wait_for(lambda: beat.error is not None, 10, "the heartbeat's error")
+    assert "readonly" in str(beat.error)
+    assert not uncaught
