@@ -43,6 +43,7 @@ TRIALS = os.environ.get("DEMO_TRIALS", "6")
 DURATION = os.environ.get("DEMO_DURATION", "20")
 REPEATS = os.environ.get("DEMO_REPEATS", "8")
 MEMORY = os.environ.get("DEMO_MEMORY", "2G")
+WARMUP, CLIENTS = "2", "4"  # benchmarks/noise.py measures the demo's run with these too
 
 
 def _step(title: str, *args: str) -> None:
@@ -121,11 +122,11 @@ def _run(work: Path) -> None:
           "probe", "--path", str(work), "--out", str(OUT / "profile.json"))
     _step("2/3 recommend: the papers' rules for PostgreSQL with data on this path",
           "recommend", "postgres", "--profile", str(OUT / "profile.json"),
-          "--data-dir", str(work), "--clients", "4", "--memory", MEMORY,
+          "--data-dir", str(work), "--clients", CLIENTS, "--memory", MEMORY,
           "--out", str(OUT / "postgresql.rules.conf"))
     _step(f"3/3 tune: {TRIALS} trials of pgbench on embedded PostgreSQL 18",
           "tune", "postgres", "--workload", "pgbench-tpcb", "--trials", TRIALS,
-          "--duration", DURATION, "--warmup", "2", "--clients", "4", "--repeats", REPEATS,
+          "--duration", DURATION, "--warmup", WARMUP, "--clients", CLIENTS, "--repeats", REPEATS,
           "--memory", MEMORY, "--seed", "7", "--data-dir", str(data), "--out", str(OUT))
 
 

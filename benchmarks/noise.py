@@ -42,10 +42,13 @@ from pmem_advisor.tuner.cpu_steal import measure as measure_run
 from pmem_advisor.tuner.cpu_steal import steal_clause
 from pmem_advisor.tuner.evaluator import TrialConfig
 
+from . import demo
+
 DEMO = "demo"
 # The demo's own run (benchmarks/demo.py): embedded PostgreSQL 18, data on /dev/shm, pgbench
 # tpcb-like with 4 clients; the scale is the one `tune` picks there (session.choose_scale).
-DEMO_CLIENTS = 4
+DEMO_CLIENTS, DEMO_WARMUP, DEMO_DURATION = int(demo.CLIENTS), float(demo.WARMUP), \
+    float(demo.DURATION)
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ def arms_for(scenario: str, names: list[str] | None = None) -> list[Arm]:
     if scenario != DEMO and not _managed(scenario):
         return _own_evaluator_arms(scenario, names)
     if scenario == DEMO:
-        today = Arm("today", "fixed", 2, 8)
+        today = Arm("today", "fixed", DEMO_WARMUP, DEMO_DURATION)
         short, long = 15, 30
     else:
         today = Arm("today", "fixed", 10, 25)
@@ -110,6 +113,7 @@ def open_demo(log: Callable[[str], None], memory: str | None = None
     demo's --memory, with the server held to it by a memory cgroup as `tune` does)."""
     import shutil
 
+    from pmem_advisor.engines.api import EvalRequest
     from pmem_advisor.engines.registry import get_engine
     from pmem_advisor.tuner.session import TuneRequest
     from pmem_advisor.workloads.registry import get_workload
@@ -131,9 +135,10 @@ def open_demo(log: Callable[[str], None], memory: str | None = None
         log(f"[demo] {enforced}")
     log(f"[demo] {binary.flavour} {binary.version}, pgbench-tpcb scale {scale}, "
         f"{DEMO_CLIENTS} clients, data on {root}")
-    evaluator = engine.evaluator(binary, workload, scale=scale, clients=DEMO_CLIENTS,
-                                 duration=8, warmup=2, data_dir=root / "data", wal_dir=None,
-                                 workdir=None, catalog=None, cgroup=group)
+    evaluator = engine.evaluator(EvalRequest(
+        binary, workload, scale=scale, clients=DEMO_CLIENTS, duration=DEMO_DURATION,
+        warmup=DEMO_WARMUP, data_dir=root / "data", wal_dir=None, workdir=None, catalog=None,
+        cgroup=group))
     info = {"server": f"{binary.flavour} {binary.version}", "scale": scale,
             "clients": DEMO_CLIENTS, "medium": "/dev/shm (tmpfs standing in for PMEM)",
             "memory": memory or "the host's"}

@@ -52,3 +52,25 @@ def test_configuring_a_fixed_arm_needs_only_the_run_s_length():
     ev = DbBench()
     configure(ev, Arm("fixed60", "fixed", 5, 55))
     assert (ev.warmup, ev.duration) == (5, 55)
+
+
+def test_the_demo_arm_today_is_the_demo_s_own_run():
+    from benchmarks import demo
+    from benchmarks.noise import arms_for
+
+    today = arms_for("demo", ["today"])[0]
+    assert (today.warmup_s, today.duration_s) == (float(demo.WARMUP), float(demo.DURATION))
+
+
+def test_the_demo_s_evaluator_opens_and_closes(monkeypatch):
+    """The demo's noise rows go through the engine's evaluator as `tune` builds it (the
+    call had drifted from the engines' API and failed before the first row)."""
+    from benchmarks import noise
+
+    monkeypatch.setattr(noise, "demo_scale", lambda *a, **k: 1)
+    evaluator, close, info = noise.open_demo(lambda line: None, None)
+    try:
+        assert info["scale"] == 1
+        assert evaluator.duration == noise.DEMO_DURATION
+    finally:
+        close()
