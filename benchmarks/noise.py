@@ -67,7 +67,7 @@ def arms_for(scenario: str, names: list[str] | None = None) -> list[Arm]:
     if scenario != DEMO and not _managed(scenario):
         return _own_evaluator_arms(scenario, names)
     if scenario == DEMO:
-        today = Arm("today", "fixed", DEMO_WARMUP, DEMO_DURATION)
+        today = Arm("today", "steady", DEMO_WARMUP, DEMO_DURATION)  # as `tune` measures
         short, long = 15, 30
     else:
         today = Arm("today", "fixed", 10, 25)
