@@ -198,15 +198,19 @@ class Transfer:
     def warm_starts(self, n: int, *, centre: dict[str, Any] | None = None,
                     bounds: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """The ``n`` best predicted distinct points of a Sobol set (values of the target
-        space), inside ``bounds``; none without a model."""
+        space), inside ``bounds``; none without a model. Each candidate is clipped into the
+        bounds before it is scored: the point measured is the clipped one, and a point the
+        model likes outside the bounds can clip onto one it would not pick."""
         if self.model is None or n <= 0:
             return []
         cands = sobol_points(len(self.knobs), CANDIDATES)
-        scores = self.model.predict(cands)
+        points = [{k.name: clip_to_bounds(k, from_unit(k, u), bounds)
+                   for k, u in zip(self.knobs, row, strict=True)} for row in cands]
+        scores = self.model.predict(np.array(
+            [[to_unit(k, p[k.name]) for k in self.knobs] for p in points]))
         out: list[dict[str, Any]] = []
-        for i in np.argsort(-scores):
-            values = {k.name: clip_to_bounds(k, from_unit(k, u), bounds)
-                      for k, u in zip(self.knobs, cands[i], strict=True)}
+        for i in np.argsort(-scores, kind="stable"):
+            values = points[i]
             if centre is not None and values == centre:
                 continue
             if values not in out:

@@ -63,3 +63,20 @@ def test_no_sources_no_knowledge():
 def test_unit_positions_round_trip(knob, value):
     back = transfer.from_unit(knob, transfer.to_unit(knob, value))
     assert back == pytest.approx(value, rel=0.02) if not isinstance(value, str) else back == value
+
+
+def test_warm_starts_are_ranked_as_the_clipped_points_they_become():
+    """The model's favourite lies outside the bounds (x high, y low); clipped into them it is
+    a poor point. The warm start is the best point inside the bounds (y high), not that one."""
+    import numpy as np
+
+    class Model:
+        def predict(self, rows):
+            rows = np.asarray(rows)
+            x, y = rows[:, 0], rows[:, 1]
+            return np.where((x > 0.8) & (y < 0.1), 1.0, 0.5 + 0.4 * y)
+
+    learnt = transfer.Transfer(KNOBS, ["fake"], {}, Model())
+    warm = learnt.warm_starts(1, bounds={"x": [1, 30]})
+    assert warm[0]["x"] <= 30
+    assert warm[0]["y"] > 70  # before: a clipped x = 30 with y < 2, predicted 0.52
