@@ -132,3 +132,21 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, tmp_path, capsys):
     rc = run.main(["--data-dir", str(tmp_path), "--out", str(tmp_path / "o"), *argv])
     err = capsys.readouterr().err
     assert rc == 2 and message in err and "Traceback" not in err
+
+
+def test_make_bench_runs_under_one_string_hash_seed(monkeypatch):
+    """SMAC3's choices follow the order of string sets: without one hash seed the same seeds
+    gave it different results in two runs. The runner re-executes itself under one."""
+    import os
+
+    from benchmarks import run
+
+    calls = []
+    monkeypatch.setattr(os, "execv", lambda exe, args: calls.append(args))
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    run.with_fixed_hash_seed(["--scenario", "x"])
+    assert calls and calls[0][-3:] == ["benchmarks.run", "--scenario", "x"]
+    assert os.environ["PYTHONHASHSEED"] == run.HASH_SEED
+    calls.clear()
+    run.with_fixed_hash_seed(["--scenario", "x"])  # already under it: no second exec
+    assert not calls
