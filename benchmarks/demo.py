@@ -7,18 +7,18 @@ rounds, compared round by round (tuner/verdict.py: decided from the third round 
 demo ends with the verdict line every output carries and the spread of its repeats. The tune
 step prints the /dev/shm emulation note.
 
-The settings come from the noise measurements (benchmarks/noise.py, benchmarks/data/noise/):
-a 2 GiB production target (--memory 2G: the rules size shared_buffers to 512 MB and the data
-to ~0.5 GB, so a restore takes a second instead of the ~40 s a 6 GB copy took), and 28 s
-measured after a 2 s warm-up. On the shared VMs the machine's own speed shifts by ~25% for
-10-20 s at a time (pgbench's per-second rate jumps between two levels while the hypervisor
-reports no steal), so a run's mean depends on how many shifts its window averages: windows
-of 8, 20 and 28 s of the same runs were spread 8.7%, 5.8% and 3.5% (4.1%, 3.8% and 2.6% per
-minute of wall time; 11 runs, 2026-11-27), and pinning the server and pgbench to separate
-CPUs halved the throughput. Up to 6 rounds of 28 s take the wall time 8 rounds of 20 s took;
-the verdict's interval at the last look (alpha split over two looks, a tenth at the early
-one, and the two deciding pairs: 97.75%) must lie within the 10% equivalence bound or above
-zero to decide, and the verdict still stops at the third round when that already decides.
+The settings come from the noise measurements (benchmarks/noise.py, benchmarks/data/noise/): a
+2 GiB production target (--memory 2G: the rules size shared_buffers to 512 MB and the data to
+~0.5 GB, so a restore takes a second instead of the ~40 s a 6 GB copy took), and 28 s measured
+after a 2 s warm-up. On the shared VMs the machine's own speed shifts by ~25% for 10-20 s at a
+time (pgbench's per-second rate jumps between two levels while the hypervisor reports no
+steal), so a run's mean depends on how many shifts its window averages: windows of 8, 20 and 28
+s of the same runs were spread 8.7%, 5.8% and 3.5% (3.7%, 3.6% and 2.5% per minute of wall
+time; 11 runs, 2026-11-27, benchmarks/data/noise/demo.json), and pinning the server and pgbench
+to separate CPUs halved the throughput. Up to 6 rounds of 28 s take the wall time 8 rounds of
+20 s took; the verdict's interval at the last look (alpha split over two looks, a tenth at the
+early one, and the two deciding pairs: 97.75%) must lie within the 10% equivalence bound or
+above zero to decide, and the verdict still stops at the third round when that already decides.
 DEMO_TRIALS / DEMO_DURATION / DEMO_REPEATS / DEMO_MEMORY / DEMO_OUT override the defaults.
 """
 
@@ -38,7 +38,7 @@ from pathlib import Path
 from pmem_advisor.cli.main import main as cli
 from pmem_advisor.cli.output import console
 from pmem_advisor.errors import EXIT_ENVIRONMENT
-from pmem_advisor.fileio import held_dir, unlink_at
+from pmem_advisor.fileio import held_dir, read_text_nofollow, unlink_at
 from pmem_advisor.report.describe import outcome_lines
 
 OUT = Path(os.environ.get("DEMO_OUT", "demo-out"))
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         console.rule("verdict")
-        summary = json.loads((OUT / "summary.json").read_text(encoding="utf-8"))
+        summary = json.loads(read_text_nofollow(OUT / "summary.json"))
     for line in [*outcome_lines(summary), spread_line(summary)]:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.rule("done")

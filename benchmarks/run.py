@@ -502,9 +502,9 @@ HASH_SEED = "0"
 
 
 def with_fixed_hash_seed(argv: list[str]) -> None:
-    """Run again under PYTHONHASHSEED=0 unless already so. SMAC3 walks sets of strings, whose
-    order follows the per-process string hash: the same seeds gave SMAC3@50 2,500 and 2,381
-    tps on MariaDB write-only in two runs; under one hash seed it repeats to the tps."""
+    """Run again under PYTHONHASHSEED=0 unless already so. SMAC3's choices depend on Python's
+    per-process string hash: the same seeds gave SMAC3@50 2,500 and 2,381 tps on MariaDB
+    write-only in two runs; under one hash seed it repeats to the tps."""
     if os.environ.get("PYTHONHASHSEED") == HASH_SEED:
         return
     os.environ["PYTHONHASHSEED"] = HASH_SEED

@@ -143,7 +143,7 @@ def test_make_bench_runs_under_one_string_hash_seed(monkeypatch):
 
     calls = []
     monkeypatch.setattr(os, "execv", lambda exe, args: calls.append(args))
-    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    monkeypatch.setenv("PYTHONHASHSEED", "random")  # restored after the test
     run.with_fixed_hash_seed(["--scenario", "x"])
     assert calls and calls[0][-3:] == ["benchmarks.run", "--scenario", "x"]
     assert os.environ["PYTHONHASHSEED"] == run.HASH_SEED
