@@ -10,9 +10,10 @@ One config (the server defaults) is measured again and again through the tuner's
 measurement as it was (a fixed warm-up), one longer run whose warm-up the steady-state
 detector cuts (workloads/interim.py), that run with the server and the load generator on
 separate CPUs (instances/affinity.py), that run with VACUUM ANALYZE / ANALYZE TABLE after
-the restore. The arms are interleaved (A B C D A B C D ...): the machine is shared with other
-work, and a slow change of its load then hits every arm alike. Every row records the load
-average before and after.
+the restore, that run with pgbench's threads at the CPU count instead of one per client. The
+arms are interleaved (A B C D A B C D ...): the machine is shared with other work, and a slow
+change of its load then hits every arm alike. Every row records the load average before and
+after.
 
 The long runs keep their per-second samples, so the summary also answers, from the same runs,
 how the spread falls with the run length and what the detector's cut is worth against a fixed
@@ -59,6 +60,7 @@ class Arm:
     duration_s: float
     pin: bool = False
     analyze: bool = False
+    thread_per_client: bool = True  # pgbench: one load-generator thread per client
 
 
 def arms_for(scenario: str, names: list[str] | None = None) -> list[Arm]:
@@ -78,7 +80,9 @@ def arms_for(scenario: str, names: list[str] | None = None) -> list[Arm]:
             Arm(f"steady{short}-pinned", "steady", w, short - w, pin=True),
             Arm(f"steady{long}", "steady", w, long - w),
             Arm(f"steady{long}-pinned", "steady", w, long - w, pin=True),
-            Arm(f"steady{long}-analyze", "steady", w, long - w, analyze=True)]
+            Arm(f"steady{long}-analyze", "steady", w, long - w, analyze=True),
+            Arm(f"steady{long}-threads-per-cpu", "steady", w, long - w,
+                thread_per_client=False)]
     if names:
         arms = [a for a in arms if a.name in names]
     return arms
@@ -208,6 +212,9 @@ def configure(evaluator: Any, arm: Arm) -> None:
     from pmem_advisor.instances.affinity import split
 
     evaluator.warmup, evaluator.duration = arm.warmup_s, arm.duration_s
+    workload = getattr(evaluator, "workload", None)
+    if hasattr(workload, "thread_per_client"):  # pgbench's -j: one per client or per CPU
+        workload.thread_per_client = arm.thread_per_client
     if arm.warmup_mode == "fixed" and not arm.pin and not arm.analyze:
         # what every evaluator has; the engines' own evaluators have nothing else to set
         if hasattr(evaluator, "workload") and hasattr(evaluator.workload, "warmup_mode"):
@@ -302,7 +309,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         tps = [r["tps"] for r in rs]
         wall = statistics.median(r["wall_s"] for r in rs)
         cv = cv_pct(tps)
-        out["arms"][name] = {"arm": rs[0]["arm"], "n": len(rs),
+        # rows from before the field ran pgbench with threads at the CPU count
+        out["arms"][name] = {"arm": {"thread_per_client": False, **rs[0]["arm"]}, "n": len(rs),
                              "median_tps": round(statistics.median(tps), 1),
                              "min_tps": round(min(tps), 1), "max_tps": round(max(tps), 1),
                              "cv_pct": _r(cv), "wall_s": round(wall, 1),

@@ -54,6 +54,31 @@ def test_configuring_a_fixed_arm_needs_only_the_run_s_length():
     assert (ev.warmup, ev.duration) == (5, 55)
 
 
+def test_the_threads_arm_runs_pgbench_at_the_cpu_count_and_the_others_one_per_client():
+    from benchmarks.noise import arms_for, configure, summarise
+    from pmem_advisor.engines.postgres.pgbench import PgbenchTpcb
+
+    class Managed:  # ManagedEvaluator's shape
+        warmup = duration = 0.0
+        cpus = None
+        analyze_after_restore = False
+        workload = PgbenchTpcb()
+
+    ev = Managed()
+    by_name = {a.name: a for a in arms_for("demo")}
+    configure(ev, by_name["steady30-threads-per-cpu"])
+    assert ev.workload.thread_per_client is False
+    for name in ("today", "steady30"):
+        configure(ev, by_name[name])
+        assert ev.workload.thread_per_client is True
+    # rows recorded before the field existed ran at the CPU count, and the summary says so
+    row = {"scenario": "demo", "ok": True, "tps": 100.0, "interim_tps": [100.0] * 5,
+           "wall_s": 8.0, "started": "t", "loadavg_before": [1.0], "window": {},
+           "arm": {"name": "steady30", "warmup_mode": "steady", "warmup_s": 2.0,
+                   "duration_s": 28.0, "pin": False, "analyze": False}}
+    assert summarise([row, row])["arms"]["steady30"]["arm"]["thread_per_client"] is False
+
+
 def test_the_demo_arm_today_is_the_demo_s_own_run():
     from benchmarks import demo
     from benchmarks.noise import arms_for

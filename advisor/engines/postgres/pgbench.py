@@ -147,6 +147,13 @@ class PgbenchWorkload(Workload):
     bytes_per_scale = 16 << 20
     scale_per_client = 1  # every TPC-B transaction updates one of `scale` branch rows
     builtin: str | None = None
+    # One pgbench thread per client, as sysbench runs. With fewer threads than clients (-j at
+    # the CPU count, the usual advice) each thread serves several connections, and on the 2-CPU
+    # VMs here its runs settled for 20-40 s at a time on one of several levels up to a quarter
+    # apart: 28 s runs of one config spread 8.6% (select-only, 4 clients) and 6.6% (the demo's
+    # tpcb-like) at -j 2, against 2.7% and 3.5% at -j 4, interleaved
+    # (benchmarks/data/noise/demo.json, arm steady30-threads-per-cpu).
+    thread_per_client = True
 
     def script_args(self) -> list[str]:
         return ["-b", self.builtin] if self.builtin else []
@@ -169,7 +176,7 @@ class PgbenchWorkload(Workload):
         self, conn: ConnInfo, *, clients: int, duration: float, warmup: float
     ) -> WorkloadResult:
         scale = self.loaded_scale(conn)
-        threads = max(1, min(clients, os.cpu_count() or 1))
+        threads = clients if self.thread_per_client else max(1, min(clients, os.cpu_count() or 1))
         common = [*self.script_args(), "-n", "-s", str(scale), "-c", str(clients),
                   "-j", str(threads)]
         warm = math.ceil(warmup)
