@@ -27,8 +27,14 @@ has to count as noise; measured here under a load average of 13-21, the per-roun
 about half as much as either config's runs. The decision is Student's paired t-test on the log
 ratios (two-sided; at n = 5 rounds the sign-flip permutation test cannot go below p = 1/16),
 the interval the t interval of their mean at the same level, as a ratio: the geometric mean
-gain with its bounds, whose upper end is the equivalence bound of the verdict (a TOST at
-that level, one-sided).
+gain with its bounds.
+
+Both tests also give ``upper_bound_pct``, the one-sided upper confidence bound of the gain at
+1 - alpha (for the paired test the upper end of the 1 - 2 alpha t interval, for the
+independent one the 1 - alpha quantile of the same bootstrap distribution). It is the
+verdict's equivalence (non-superiority) bound: "no gain above B" is a one-sided claim, the
+upper half of Schuirmann's two one-sided tests, so its level is alpha on one side. The upper
+end of the two-sided interval claims it at alpha / 2, twice as strict as stated.
 """
 
 from __future__ import annotations
@@ -87,7 +93,8 @@ def compare(a: Sequence[float], b: Sequence[float], *, alpha: float,
     a, b = _clean(a), _clean(b)
     out: dict[str, Any] = {
         "gain_pct": gain_pct(a, b, higher_is_better=higher_is_better),
-        "ci_low_pct": None, "ci_high_pct": None, "confidence": 1.0 - alpha,
+        "ci_low_pct": None, "ci_high_pct": None, "upper_bound_pct": None,
+        "confidence": 1.0 - alpha,
         "p_value": None, "alpha": alpha, "n_a": len(a), "n_b": len(b), "decision": "none",
         "test": "permutation test (Mann-Whitney U, two-sided); bootstrap CI of median ratio",
     }
@@ -111,7 +118,10 @@ def compare(a: Sequence[float], b: Sequence[float], *, alpha: float,
         n_resamples=BOOTSTRAP_RESAMPLES, vectorized=True, rng=np.random.default_rng(seed))
     low, high = (100.0 * (math.exp(float(v)) - 1.0) for v in
                  (boot.confidence_interval.low, boot.confidence_interval.high))
-    out.update(p_value=float(perm.pvalue), ci_low_pct=low, ci_high_pct=high)
+    upper = 100.0 * (math.exp(float(np.quantile(boot.bootstrap_distribution, 1.0 - alpha)))
+                     - 1.0)
+    out.update(p_value=float(perm.pvalue), ci_low_pct=low, ci_high_pct=high,
+               upper_bound_pct=upper)
     if perm.pvalue <= alpha and low > 0:
         out["decision"] = "better"
     elif perm.pvalue <= alpha and high < 0:
@@ -134,7 +144,8 @@ def compare_paired(a: Sequence[float | None], b: Sequence[float | None], *, alph
     n = len(d)
     out: dict[str, Any] = {
         "gain_pct": 100.0 * (math.exp(statistics.fmean(d)) - 1.0) if d else None,
-        "ci_low_pct": None, "ci_high_pct": None, "confidence": 1.0 - alpha,
+        "ci_low_pct": None, "ci_high_pct": None, "upper_bound_pct": None,
+        "confidence": 1.0 - alpha,
         "p_value": None, "alpha": alpha, "n_a": n, "n_b": n, "decision": "none",
         "paired": True,
         "test": "paired t-test on per-round log ratios (interleaved rounds); t interval of "
@@ -143,14 +154,16 @@ def compare_paired(a: Sequence[float | None], b: Sequence[float | None], *, alph
     if n < 2:
         return out
     mean, sd = statistics.fmean(d), statistics.stdev(d)
-    half = float(stats.t.ppf(1.0 - alpha / 2.0, n - 1)) * sd / math.sqrt(n)
+    se = sd / math.sqrt(n)
+    half = float(stats.t.ppf(1.0 - alpha / 2.0, n - 1)) * se
     low, high = (100.0 * (math.exp(v) - 1.0) for v in (mean - half, mean + half))
+    upper = 100.0 * (math.exp(mean + float(stats.t.ppf(1.0 - alpha, n - 1)) * se) - 1.0)
     if sd <= 1e-12 * max(abs(mean), 1e-300):  # identical ratios: no spread to test against
         p = 0.0 if mean != 0 else 1.0
     else:
         tstat = mean / (sd / math.sqrt(n))
         p = float(2.0 * stats.t.sf(abs(tstat), n - 1))
-    out.update(p_value=p, ci_low_pct=low, ci_high_pct=high)
+    out.update(p_value=p, ci_low_pct=low, ci_high_pct=high, upper_bound_pct=upper)
     if p <= alpha and low > 0:
         out["decision"] = "better"
     elif p <= alpha and high < 0:

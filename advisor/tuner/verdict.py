@@ -20,9 +20,10 @@ the best (the winner's curse), so the verdict uses only fresh runs:
   --repeats, plus the rounds that pruned trials paid for);
 - outcome, a decision in every case the runs allow one: "tuned is better by X% [CI]" (emit
   tuned); "worse" (keep rules); or "equivalent": the tuned config beats rules-only by at most
-  B% at 95% confidence, B the upper end of the interval of the gain, once that end
-  is within EQUIVALENCE_MAX_PCT (a non-superiority bound, the one-sided half of a TOST: the
-  runs rule out any gain larger than B, so keeping the rules' config loses at most B). Only
+  B% at 95% confidence, B the one-sided upper confidence bound of the gain at the test's
+  alpha (``stats``: upper_bound_pct), once B is within EQUIVALENCE_MAX_PCT (a
+  non-superiority bound, the one-sided half of a TOST: the runs rule out any gain larger than
+  B, so keeping the rules' config loses at most B). Only
   when the rounds (or the time budget) end before the interval is that narrow is the verdict
   "inconclusive", with the interleaved runs per config that would bound it
   (``runs_needed``). Rules-only is kept unless it is significantly worse than the defaults,
@@ -172,15 +173,22 @@ def _by(c: dict[str, Any]) -> str:
     return f"{g:.1f}% [{low:.1f}%, {high:.1f}%]"
 
 
+def upper_bound(c: dict[str, Any]) -> float | None:
+    """The largest gain the runs leave possible: the one-sided upper confidence bound at the
+    comparison's alpha (the two-sided interval's upper end for comparisons stored before it)."""
+    up = c.get("upper_bound_pct")
+    return up if up is not None else c.get("ci_high_pct")
+
+
 def _bounded(c: dict[str, Any]) -> bool:
     """The largest gain the runs leave possible is within the equivalence bound."""
-    high = c.get("ci_high_pct")
+    high = upper_bound(c)
     return high is not None and high <= EQUIVALENCE_MAX_PCT
 
 
 def equivalence_bound(c: dict[str, Any]) -> float:
-    """The stated bound: the interval's upper end, rounded up to 0.1% (never below 0.1%)."""
-    return max(0.1, math.ceil(10.0 * float(c["ci_high_pct"]) - 1e-9) / 10.0)
+    """The stated bound: the upper confidence bound, rounded up to 0.1% (never below 0.1%)."""
+    return max(0.1, math.ceil(10.0 * float(upper_bound(c)) - 1e-9) / 10.0)
 
 
 def runs_needed(c: dict[str, Any], bound: float = EQUIVALENCE_MAX_PCT) -> int | None:
@@ -188,7 +196,7 @@ def runs_needed(c: dict[str, Any], bound: float = EQUIVALENCE_MAX_PCT) -> int | 
     upper end within ``bound`` (when the point estimate is below it), else separate a gain of
     the estimated size from zero; intervals narrow as 1/sqrt(runs). None when unknown."""
     n = min(c.get("n_a") or 0, c.get("n_b") or 0)
-    gain, low, high = c.get("gain_pct"), c.get("ci_low_pct"), c.get("ci_high_pct")
+    gain, low, high = c.get("gain_pct"), c.get("ci_low_pct"), upper_bound(c)
     if n < 2 or gain is None or low is None or high is None:
         return None
     if gain < bound:
@@ -259,7 +267,8 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
         out.update(kind="equivalent", emit=keep, decided=True, bound_pct=bound,
                    text=f"equivalent: {_label(candidate)} beats {_label(ref)} by at most "
                    f"{bound:.1f}% at {100 * (1 - plan.alpha):.0f}% confidence "
-                   f"({_ci(main)}): keep {KEEP[keep]}")
+                   f"(one-sided bound at {100 * (1 - alpha):.2f}%; {_ci(main)}): keep "
+                   f"{KEEP[keep]}")
     else:
         need = runs_needed(main)
         n = min(len(values[candidate]), len(values[ref]))
@@ -268,10 +277,12 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
         need = max(need or 0, floor) if need is not None or n < floor else None
         what = (f"about {need} interleaved runs per config would bound it" if need else
                 "more runs would bound it")
+        up = upper_bound(main)
+        left = f", a gain up to {up:+.1f}% still possible" if up is not None else ""
         out.update(kind="inconclusive", emit=keep, decided=False, runs_needed=need,
                    text=f"inconclusive: after {n} runs per config the difference is not "
                    f"bounded within {EQUIVALENCE_MAX_PCT:.0f}% ({_label(candidate)} vs "
-                   f"{_label(ref)} {_ci(main)}, noise {noise_text}); {what}; keeping "
+                   f"{_label(ref)} {_ci(main)}{left}, noise {noise_text}); {what}; keeping "
                    f"{KEEP[keep]}")
     notes = []
     if rd is not None:
@@ -484,6 +495,8 @@ def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[s
                 on_rerun=rerun)
             runs.append({"ok": m.ok, **measurement_attrs(m), "failure": m.failure,
                          "round": rnd, "role": role,
+                         **({"interim_tps": [round(float(x), 1) for x in m.interim_tps]}
+                            if m.interim_tps else {}),
                          **({"disturbed_runs": discarded} if discarded else {})})
             study.set_user_attr(remeasure_attr, store)
             tuner.observer.remeasured(rnd, plan.max_rounds, _label(role), t.number,

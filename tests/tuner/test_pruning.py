@@ -122,6 +122,11 @@ def test_tuner_prunes_search_trials_only_and_records_it(study_factory, space):
     line = next(ln for ln in outcome_lines(s) if ln.startswith("time: "))
     assert f"{len(pruned)} pruned by interim throughput" in line
     assert "final config after" in line
+    # the verdict's runs keep their per-second samples: a level shift inside a run is visible
+    from pmem_advisor.tuner.study import REMEASURE_ATTR
+
+    kept = [r for runs in study.user_attrs[REMEASURE_ATTR].values() for r in runs]
+    assert kept and all(len(r["interim_tps"]) == 20 for r in kept)
 
 
 def test_saved_time_pays_for_more_rounds(study_factory, space):

@@ -13,6 +13,8 @@ def test_gain_is_the_ratio_of_medians_and_robust_to_one_disturbed_run():
     expected = 100 * (statistics.median(tuned) / statistics.median(base) - 1)
     assert abs(g["gain_pct"] - expected) < 1e-9
     assert g["ci_low_pct"] <= g["gain_pct"] <= g["ci_high_pct"]
+    # the one-sided bound (the verdict's equivalence bound) lies inside the two-sided interval
+    assert g["gain_pct"] <= g["upper_bound_pct"] <= g["ci_high_pct"]
     assert g == gain_ci(tuned, base)  # seeded: a rebuilt report says the same
 
 

@@ -63,7 +63,7 @@ def test_equal_split_would_not_decide_what_the_uneven_split_does():
     by_round = {"tuned": dict(enumerate(tuned, 1)), "rules": dict(enumerate(rules, 1))}
     v = decide({"tuned": tuned, "rules": rules}, plan, final=True, by_round=by_round)
     c = v["comparisons"]["tuned_vs_rules"]
-    assert v["kind"] == "equivalent" and c["ci_high_pct"] <= EQUIVALENCE_MAX_PCT
+    assert v["kind"] == "equivalent" and c["upper_bound_pct"] <= EQUIVALENCE_MAX_PCT
     from pmem_advisor.tuner.stats import compare_paired
 
     equal = compare_paired(tuned, rules, alpha=0.05 / 6)
@@ -101,8 +101,10 @@ def test_a_config_compared_with_itself_is_equivalent_within_a_stated_bound():
                final=True)
     c = v["comparisons"]["tuned_vs_rules"]
     assert v["kind"] == "equivalent" and v["emit"] == "rules" and v["decided"]
-    # the bound is the interval's upper end, rounded up: no gain beyond it is left possible
-    assert c["ci_high_pct"] <= v["bound_pct"] < c["ci_high_pct"] + 0.1 + 1e-9
+    # the bound is the one-sided upper bound, rounded up: no gain beyond it is left possible
+    up = c["upper_bound_pct"]
+    assert c["gain_pct"] < up < c["ci_high_pct"]  # one-sided: inside the two-sided interval
+    assert up <= v["bound_pct"] < up + 0.1 + 1e-9
     assert v["bound_pct"] <= EQUIVALENCE_MAX_PCT
     assert v["text"].startswith(f"equivalent: tuned beats rules-only by at most "
                                 f"{v['bound_pct']:.1f}% at 95% confidence")
@@ -132,6 +134,36 @@ def test_equivalence_on_synthetic_runs_of_known_noise():
     assert v["kind"] == "inconclusive" and v["emit"] == "rules"
     assert v["runs_needed"] > 8
     assert f"about {v['runs_needed']} interleaved runs per config would bound it" in v["text"]
+
+
+def test_the_equivalence_bound_is_one_sided_at_the_tests_alpha():
+    """A TOST's upper half: with a true gain of exactly the bound, the verdict may rule that gain
+    out ("equivalent") in at most alpha of the draws, the level it states, not alpha / 2 (the
+    two-sided interval's upper end) nor more. Six paired rounds, 6% noise per round."""
+    import numpy as np
+    from scipy import stats as st
+
+    from pmem_advisor.tuner.stats import compare_paired
+
+    plan = make_plan(6, ["tuned", "rules", "default"], paired=True)
+    alpha = plan.alpha_per_test
+    rng = np.random.default_rng(5)
+    true_gain = math.log(1 + EQUIVALENCE_MAX_PCT / 100)
+    draws, ruled_out = 4000, 0
+    for _ in range(draws):
+        d = true_gain + 0.06 * rng.standard_normal(6)
+        rules = list(1000 * np.exp(0.03 * rng.standard_normal(6)))
+        tuned = list(np.array(rules) * np.exp(d))
+        c = compare_paired(tuned, rules, alpha=alpha)
+        ruled_out += c["upper_bound_pct"] <= EQUIVALENCE_MAX_PCT
+    rate = ruled_out / draws
+    assert st.binomtest(ruled_out, draws, alpha).pvalue > 0.001, rate  # at its level ...
+    assert alpha / 2 < rate < 1.5 * alpha  # ... neither half of it nor much above
+    # the bound equals the upper end of the two-sided interval at twice the alpha
+    tuned, rules = [1030.0, 990.0, 1010.0, 1050.0, 970.0, 1000.0], [1000.0] * 6
+    one = compare_paired(tuned, rules, alpha=alpha)
+    two = compare_paired(tuned, rules, alpha=2 * alpha)
+    assert one["upper_bound_pct"] == pytest.approx(two["ci_high_pct"])
 
 
 def test_runs_needed_shrinks_with_the_interval():
