@@ -10,15 +10,18 @@ step prints the /dev/shm emulation note.
 The settings come from the noise measurements (benchmarks/noise.py, benchmarks/data/noise/): a
 2 GiB production target (--memory 2G: the rules size shared_buffers to 512 MB and the data to
 ~0.5 GB, so a restore takes a second instead of the ~40 s a 6 GB copy took), and 28 s measured
-after a 2 s warm-up. On the shared VMs the machine's own speed shifts by ~25% for 10-20 s at a
-time (pgbench's per-second rate jumps between two levels while the hypervisor reports no
-steal), so a run's mean depends on how many shifts its window averages: windows of 8, 20 and 28
+after a 2 s warm-up, pgbench with one thread per client. On the shared VMs pgbench's rate
+settles on levels up to ~25% apart for 10-40 s at a time while the hypervisor reports no
+steal, so a run's mean depends on how many levels its window averages: windows of 8, 20 and 28
 s of the same runs were spread 8.7%, 5.8% and 3.5% (3.7%, 3.6% and 2.5% per minute of wall
 time; 11 runs, 2026-11-27, benchmarks/data/noise/demo.json), and pinning the server and pgbench
-to separate CPUs halved the throughput. Up to 6 rounds of 28 s take the wall time 8 rounds of
-20 s took; the verdict's interval at the last look (alpha split over two looks, a tenth at the
-early one, and the two deciding pairs: 97.75%) must lie within the 10% equivalence bound or
-above zero to decide, and the verdict still stops at the third round when that already decides.
+to separate CPUs halved the throughput. Part of those levels was pgbench's own: at -j 2 (its
+threads at the CPU count, two connections each) 28 s runs were spread 6.6%, at one thread per
+client 3.5% (6 interleaved runs each, benchmarks/data/noise/demo-threads.json). Up to 6 rounds
+of 28 s take the wall time 8 rounds of 20 s took; to decide, the interval of the gain at the
+last look (alpha split over two looks, a tenth at the early one, and the two deciding pairs)
+must lie above zero, or its one-sided upper bound (97.75%) within the 10% equivalence bound;
+the verdict still stops at the third round when that already decides.
 DEMO_TRIALS / DEMO_DURATION / DEMO_REPEATS / DEMO_MEMORY / DEMO_OUT override the defaults.
 """
 
