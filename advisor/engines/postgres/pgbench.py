@@ -152,7 +152,7 @@ class PgbenchWorkload(Workload):
     # VMs here its runs settled for 20-40 s at a time on one of several levels up to a quarter
     # apart: 28 s runs of one config spread 8.6% (select-only, 4 clients) and 6.6% (the demo's
     # tpcb-like) at -j 2, against 2.7% and 3.5% at -j 4, interleaved
-    # (benchmarks/data/noise/demo.json, arm steady30-threads-per-cpu).
+    # (benchmarks/data/noise/demo-threads.json, arm steady30-threads-per-cpu; README).
     thread_per_client = True
 
     def script_args(self) -> list[str]:

@@ -33,7 +33,7 @@ def _threads_of_run(monkeypatch, workload, clients: int) -> str:
 @pytest.mark.parametrize("clients", [1, 4, 8])
 def test_every_client_gets_its_own_thread(monkeypatch, clients):
     """Threads serving several connections made runs of one config settle on levels a quarter
-    apart for 20-40 s on the 2-CPU VMs (benchmarks/data/noise/demo.json)."""
+    apart for 20-40 s on the 2-CPU VMs (benchmarks/data/noise/demo-threads.json)."""
     assert _threads_of_run(monkeypatch, pgbench.PgbenchTpcb(), clients) == str(clients)
 
 
