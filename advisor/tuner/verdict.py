@@ -295,8 +295,9 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
             notes.append(f"rules-only does not beat server defaults significantly ({_ci(rd)})")
     td = comparisons.get("tuned_vs_default")
     if td is not None and ref == "rules":
-        notes.append(f"tuned vs server defaults {_ci(td)}"
-                     + ("" if td["decision"] == "better" else " (not significant)"))
+        notes.append(f"tuned vs server defaults {_ci(td)}" + {
+            "better": "", "worse": " (significantly worse)"}.get(td["decision"],
+                                                              " (not significant)"))
     out["notes"] = notes
     if out["kind"] == "inconclusive" and not final:
         out["kind"] = "undecided"

@@ -193,6 +193,11 @@ def test_rules_worse_than_defaults_keeps_defaults():
     plan = make_plan(5, ["tuned", "rules", "default"])
     v = decide({"tuned": RULES, "rules": RULES, "default": TUNED}, plan, final=True)
     assert v["emit"] == "default" and "keep defaults" in v["text"]
+    # a significant difference is never called "not significant" (make demo run J printed
+    # "tuned vs server defaults -7.2% [-11.3%, -2.8%] (not significant)")
+    assert v["comparisons"]["tuned_vs_default"]["decision"] == "worse"
+    assert "(significantly worse)" in v["text_full"]
+    assert "not significant" not in v["text_full"].split("tuned vs server defaults")[1]
 
 
 def _tune(study_factory, space, ev, trials=8, repeats=8, seed=4):
