@@ -27,7 +27,8 @@ the best (the winner's curse), so the verdict uses only fresh runs:
   when the rounds (or the time budget) end before the interval is that narrow is the verdict
   "inconclusive", with the interleaved runs per config that would bound it
   (``runs_needed``). Rules-only is kept unless it is significantly worse than the defaults,
-  and whether it beats the defaults is said too.
+  and whether it beats the defaults is said too; when the defaults are kept, the tuned config
+  is compared with them instead (it must beat the config that is otherwise written).
 
 With several workers on one study the final phase runs once: each worker creates a RUNNING
 trial with role "verdict" straight in the storage (trial numbers are handed out atomically);
@@ -252,9 +253,17 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
         return out
     candidate = "tuned" if "tuned" in values else "rules"
     ref = "rules" if candidate == "tuned" and "rules" in values else "default"
-    main = comparisons[f"{candidate}_vs_{ref}"]
     rd = comparisons.get("rules_vs_default") if ref == "rules" else None
     keep = "default" if rd is not None and rd["decision"] == "worse" else ref
+    # The tuned config is measured against the config that is otherwise written: when the
+    # rules lose to the defaults, against the defaults (a tuned config better than a losing
+    # rules-only one may still be worse than the defaults). The family stays at alpha: the
+    # second decision is one test at its share whichever pair the first selects, and the
+    # defaults are selected only when rules-only vs defaults rejected (an error already, if
+    # that was false).
+    if keep == "default" and ref == "rules" and f"{candidate}_vs_default" in comparisons:
+        ref = "default"
+    main = comparisons[f"{candidate}_vs_{ref}"]
     if main["decision"] == "better":
         out.update(kind="better", emit=candidate, decided=True,
                    text=f"{_label(candidate)} is better by {_by(main)} than {_label(ref)}")
@@ -293,11 +302,11 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
                          "the defaults are kept")
         else:
             notes.append(f"rules-only does not beat server defaults significantly ({_ci(rd)})")
-    td = comparisons.get("tuned_vs_default")
-    if td is not None and ref == "rules":
-        notes.append(f"tuned vs server defaults {_ci(td)}" + {
-            "better": "", "worse": " (significantly worse)"}.get(td["decision"],
-                                                              " (not significant)"))
+    other = comparisons.get("tuned_vs_default" if ref == "rules" else "tuned_vs_rules")
+    if other is not None and candidate == "tuned":
+        notes.append(f"tuned vs {_label('default' if ref == 'rules' else 'rules')} "
+                     f"{_ci(other)}" + {"better": "", "worse": " (significantly worse)"}.get(
+                         other["decision"], " (not significant)"))
     out["notes"] = notes
     if out["kind"] == "inconclusive" and not final:
         out["kind"] = "undecided"
