@@ -70,10 +70,11 @@ def spread_line(summary: dict) -> str:
              for r, s in by_role.items() if s is not None]
     if not parts:
         return "repeat spread: not re-measured"
-    main = (v.get("comparisons") or {}).get("tuned_vs_rules") or {}
+    a, b = v.get("compared") or ("tuned", "rules")
+    main = (v.get("comparisons") or {}).get(f"{a}_vs_{b}") or {}
     ci = ""
     if main.get("ci_low_pct") is not None:
-        ci = (f"; tuned vs rules-only per round {main['gain_pct']:+.1f}% "
+        ci = (f"; {names.get(a, a)} vs {names.get(b, b)} per round {main['gain_pct']:+.1f}% "
               f"[{main['ci_low_pct']:+.1f}%, {main['ci_high_pct']:+.1f}%]")
     return "repeat spread (coefficient of variation): " + ", ".join(parts) + ci
 

@@ -217,8 +217,8 @@ def configure(evaluator: Any, arm: Arm) -> None:
         workload.thread_per_client = arm.thread_per_client
     if arm.warmup_mode == "fixed" and not arm.pin and not arm.analyze:
         # what every evaluator has; the engines' own evaluators have nothing else to set
-        if hasattr(evaluator, "workload") and hasattr(evaluator.workload, "warmup_mode"):
-            evaluator.workload.warmup_mode = "fixed"
+        if hasattr(workload, "warmup_mode"):
+            workload.warmup_mode = "fixed"
         if hasattr(evaluator, "cpus"):
             evaluator.cpus = None
         if hasattr(evaluator, "analyze_after_restore"):

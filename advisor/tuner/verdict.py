@@ -264,6 +264,7 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
     if keep == "default" and ref == "rules" and f"{candidate}_vs_default" in comparisons:
         ref = "default"
     main = comparisons[f"{candidate}_vs_{ref}"]
+    out["compared"] = [candidate, ref]  # the pair that decided (outputs print its interval)
     if main["decision"] == "better":
         out.update(kind="better", emit=candidate, decided=True,
                    text=f"{_label(candidate)} is better by {_by(main)} than {_label(ref)}")

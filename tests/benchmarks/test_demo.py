@@ -39,3 +39,24 @@ def test_a_second_demo_leaves_the_first_ones_study_alone(tmp_path, monkeypatch, 
     err = capsys.readouterr().err
     assert "another demo is writing" in err and err.count("\n") == 1
     assert (out / "study.db").read_text() == "the running demo's study"
+
+
+def test_the_spread_line_prints_the_pair_that_decided():
+    """When rules-only loses to the defaults, the verdict compares tuned with the defaults: the
+    demo's last line prints that interval, not tuned vs rules-only."""
+    from pmem_advisor.tuner.verdict import decide, make_plan
+
+    rules = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0]
+    tuned = [1060.0, 1072.0, 1049.0, 1064.0, 1055.0, 1061.0]
+    defaults = [1130.0, 1141.0, 1118.0, 1135.0, 1126.0, 1132.0]
+    runs = {"tuned": tuned, "rules": rules, "default": defaults}
+    v = decide(runs, make_plan(6, list(runs), paired=True), final=True,
+               by_round={r: dict(enumerate(x, 1)) for r, x in runs.items()})
+    assert v["compared"] == ["tuned", "default"]
+    c = v["comparisons"]["tuned_vs_default"]
+    line = demo.spread_line({"verdict": v})
+    assert line.endswith(f"; tuned vs defaults per round {c['gain_pct']:+.1f}% "
+                         f"[{c['ci_low_pct']:+.1f}%, {c['ci_high_pct']:+.1f}%]")
+    # a summary written before the field: tuned vs rules-only, as it was compared then
+    old = {k: x for k, x in v.items() if k != "compared"}
+    assert "; tuned vs rules-only per round " in demo.spread_line({"verdict": old})
