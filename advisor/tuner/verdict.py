@@ -193,22 +193,33 @@ def equivalence_bound(c: dict[str, Any]) -> float:
 
 
 def runs_needed(c: dict[str, Any], bound: float = EQUIVALENCE_MAX_PCT) -> int | None:
-    """Interleaved runs per config that would likely decide the comparison ``c``: bound its
-    upper end within ``bound`` (when the point estimate is below it), else separate a gain of
-    the estimated size from zero; intervals narrow as 1/sqrt(runs). None when unknown."""
+    """Interleaved runs per config that would likely decide the comparison ``c`` if its
+    estimate holds (intervals narrow as 1/sqrt(runs)); None when unknown. See ``next_decision``."""
+    return next_decision(c, bound)[0]
+
+
+def next_decision(c: dict[str, Any], bound: float = EQUIVALENCE_MAX_PCT
+                  ) -> tuple[int | None, str | None]:
+    """The nearer of the two decisions the runs could reach, and the runs per config it takes:
+    "bound" (the upper confidence bound within ``bound``: the estimate must be below it) or
+    "gain" (the interval clear of zero: the estimate must be above it). An estimated gain
+    between 0 and the bound can end either way, whichever needs fewer runs; near the bound
+    only the gain can be shown in any number of runs one would wait for."""
     n = min(c.get("n_a") or 0, c.get("n_b") or 0)
     gain, low, high = c.get("gain_pct"), c.get("ci_low_pct"), upper_bound(c)
     if n < 2 or gain is None or low is None or high is None:
-        return None
+        return None, None
+    options: list[tuple[float, str]] = []
     if gain < bound:
         half = high - gain
-        need = n * (half / (bound - gain)) ** 2 if half > 0 else n
-    elif gain > 0:
+        options.append((n * (half / (bound - gain)) ** 2 if half > 0 else n, "bound"))
+    if gain > 0:
         half = gain - low
-        need = n * (half / gain) ** 2 if half > 0 else n
-    else:
-        return None
-    return int(min(MAX_RUNS_NEEDED, max(n + 1, math.ceil(need))))
+        options.append((n * (half / gain) ** 2 if half > 0 else n, "gain"))
+    if not options:
+        return None, None
+    need, what = min(options)
+    return int(min(MAX_RUNS_NEEDED, max(n + 1, math.ceil(need)))), what
 
 
 def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
@@ -280,12 +291,13 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
                    f"(one-sided bound at {100 * (1 - alpha):.2f}%; {_ci(main)}): keep "
                    f"{KEEP[keep]}")
     else:
-        need = runs_needed(main)
+        need, how = next_decision(main)
         n = min(len(values[candidate]), len(values[ref]))
         floor = (PAIRED_FIRST_LOOK if by_round is not None else
                  next(k for k in range(2, 64) if min_p_value(k) <= alpha))
         need = max(need or 0, floor) if need is not None or n < floor else None
-        what = (f"about {need} interleaved runs per config would bound it" if need else
+        goal = ("show the gain, if it holds" if how == "gain" else "bound it")
+        what = (f"about {need} interleaved runs per config would {goal}" if need else
                 "more runs would bound it")
         up = upper_bound(main)
         left = f", a gain up to {up:+.1f}% still possible" if up is not None else ""
