@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from pmem_advisor.tuner.verdict import decide, make_plan
+from pmem_advisor.tuner.verdict import decide, make_plan, settles
 
 ROLES = ("tuned", "rules", "default")
 
@@ -45,7 +45,7 @@ def simulate(*, spread_pct: float, round_spread_pct: float = 2.0, rules_pct: flo
             values = {r: [float(v) for v in runs[r][:look]] for r in ROLES}
             verdict = decide(values, plan, final=look == plan.looks[-1], by_round=by_round,
                              look=look)
-            if verdict["kind"] != "undecided":
+            if settles(verdict):  # tune's own rule for ending the rounds
                 break
         counts[(verdict["kind"], verdict["emit"])] += 1
     return {k: n / draws for k, n in counts.most_common()}
@@ -56,17 +56,35 @@ def three_alike(shares: dict[tuple[str, str], float]) -> float:
     return sum(p ** 3 for (kind, _), p in shares.items() if kind != "inconclusive")
 
 
+def _number(low: float, what: str, integer: bool = False, above: bool = False):
+    """An argparse type: a number at least (or, with ``above``, more than) ``low``; anything
+    else is a one-line usage error (exit 2)."""
+    def parse(text: str) -> float:
+        try:
+            x = int(text) if integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(x) or x < low or (above and x == low):
+            raise argparse.ArgumentTypeError(
+                f"{what} must be {'more than' if above else 'at least'} {low:g}, not {text}")
+        return x
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.verdict_power",
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("--spread", type=float, required=True,
+    spread = _number(0.0, "a spread")
+    level = _number(-100.0, "a level vs the defaults", above=True)
+    p.add_argument("--spread", type=spread, required=True,
                    help="per-config run-to-run spread, %% (make demo prints it)")
-    p.add_argument("--round-spread", type=float, default=2.0,
+    p.add_argument("--round-spread", type=spread, default=2.0,
                    help="the part a round's runs share, %% (default 2)")
-    p.add_argument("--rules", type=float, default=0.0, help="rules-only vs defaults, %%")
-    p.add_argument("--tuned", type=float, default=0.0, help="tuned vs defaults, %%")
-    p.add_argument("--rounds", type=int, default=6)
-    p.add_argument("--draws", type=int, default=2000)
+    p.add_argument("--rules", type=level, default=0.0, help="rules-only vs defaults, %%")
+    p.add_argument("--tuned", type=level, default=0.0, help="tuned vs defaults, %%")
+    p.add_argument("--rounds", type=_number(2, "--rounds", integer=True), default=6,
+                   help="interleaved rounds at most (at least 2: a paired test needs them)")
+    p.add_argument("--draws", type=_number(1, "--draws", integer=True), default=2000)
     a = p.parse_args(argv)
     shares = simulate(spread_pct=a.spread, round_spread_pct=a.round_spread,
                       rules_pct=a.rules, tuned_pct=a.tuned, rounds=a.rounds, draws=a.draws)

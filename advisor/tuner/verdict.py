@@ -25,8 +25,8 @@ the best (the winner's curse), so the verdict uses only fresh runs:
   non-superiority bound, the one-sided half of a TOST: the runs rule out any gain larger than
   B, so keeping the rules' config loses at most B). Only
   when the rounds (or the time budget) end before the interval is that narrow is the verdict
-  "inconclusive", with the interleaved runs per config that would bound it
-  (``runs_needed``). Rules-only is kept unless it is significantly worse than the defaults,
+  "inconclusive", with the interleaved runs per config that would likely decide it
+  (``next_decision``). Rules-only is kept unless it is significantly worse than the defaults,
   and whether it beats the defaults is said too; when the defaults are kept, the tuned config
   is compared with them instead (it must beat the config that is otherwise written).
 
@@ -192,19 +192,14 @@ def equivalence_bound(c: dict[str, Any]) -> float:
     return max(0.1, math.ceil(10.0 * float(upper_bound(c)) - 1e-9) / 10.0)
 
 
-def runs_needed(c: dict[str, Any], bound: float = EQUIVALENCE_MAX_PCT) -> int | None:
-    """Interleaved runs per config that would likely decide the comparison ``c`` if its
-    estimate holds (intervals narrow as 1/sqrt(runs)); None when unknown. See ``next_decision``."""
-    return next_decision(c, bound)[0]
-
-
 def next_decision(c: dict[str, Any], bound: float = EQUIVALENCE_MAX_PCT
                   ) -> tuple[int | None, str | None]:
-    """The nearer of the two decisions the runs could reach, and the runs per config it takes:
-    "bound" (the upper confidence bound within ``bound``: the estimate must be below it) or
-    "gain" (the interval clear of zero: the estimate must be above it). An estimated gain
-    between 0 and the bound can end either way, whichever needs fewer runs; near the bound
-    only the gain can be shown in any number of runs one would wait for."""
+    """The nearer of the two decisions the runs could reach, and the interleaved runs per config
+    it would likely take if the estimate holds (intervals narrow as 1/sqrt(runs)), or
+    (None, None) when unknown. "bound": the upper confidence bound within ``bound`` (the
+    estimate must be below it); "gain": the interval clear of zero (the estimate must be above
+    it). An estimated gain between 0 and the bound can end either way, whichever needs fewer
+    runs; near the bound only the gain can be shown in any number of runs one would wait for."""
     n = min(c.get("n_a") or 0, c.get("n_b") or 0)
     gain, low, high = c.get("gain_pct"), c.get("ci_low_pct"), upper_bound(c)
     if n < 2 or gain is None or low is None or high is None:
@@ -326,6 +321,12 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
     out["text_full"] = "; ".join([out["text"], *notes]) + f" ({conf}, interleaved runs " + \
         ", ".join(f"{_label(r)} {len(values[r])}" for r in roles) + ")"
     return out
+
+
+def settles(verdict: dict[str, Any]) -> bool:
+    """Whether a look's verdict ends the rounds: decided, not waiting for more (a tuned config
+    worse than rules-only while rules-only vs defaults is still open goes on)."""
+    return bool(verdict.get("decided")) and verdict.get("kind") != "undecided"
 
 
 # -- which configs ----------------------------------------------------------------------------
@@ -531,7 +532,7 @@ def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[s
                              by_round=rounds_of(store, fin, metric), look=rnd)
             verdict["rounds"] = rnd
             verdict["stopped_early"] = rnd < plan.max_rounds
-            if verdict["decided"] and verdict["kind"] != "undecided":
+            if settles(verdict):
                 break
     return verdict
 

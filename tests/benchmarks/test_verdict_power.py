@@ -36,3 +36,15 @@ def test_the_command_prints_a_table(capsys):
     assert main(["--spread", "2", "--draws", "50"]) == 0
     out = capsys.readouterr().out
     assert "| outcome | config written | share |" in out and "three runs in a row" in out
+
+
+@pytest.mark.parametrize("argv", [["--spread", "-1"], ["--spread", "nan"], ["--spread", "x"],
+                                  ["--spread", "2", "--rounds", "1"],
+                                  ["--spread", "2", "--rules", "-100"],
+                                  ["--spread", "2", "--draws", "0"]])
+def test_bad_arguments_get_a_one_line_usage_error(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("python -m benchmarks.verdict_power: error: ")

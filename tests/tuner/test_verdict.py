@@ -23,7 +23,7 @@ from pmem_advisor.tuner.verdict import (
     decide,
     make_plan,
     next_decision,
-    runs_needed,
+    settles,
 )
 from tests.tuner.synthetic import SyntheticEvaluator
 
@@ -167,15 +167,35 @@ def test_the_equivalence_bound_is_one_sided_at_the_tests_alpha():
     assert one["upper_bound_pct"] == pytest.approx(two["ci_high_pct"])
 
 
+def test_a_worse_tuned_config_waits_for_the_rules_vs_defaults_question():
+    """At the early look, a tuned config clearly worse than rules-only does not end the rounds
+    while rules-only vs defaults is open: which of the two to keep is not known yet. Decided
+    verdicts end them; an undecided one does not (the rounds and benchmarks.verdict_power
+    stop on the same rule)."""
+    plan = make_plan(6, ["tuned", "rules", "default"], paired=True)
+    rules = [1000.0, 1080.0, 940.0]
+    runs = {"tuned": [r * 0.7 for r in rules], "rules": rules,
+            "default": [1010.0, 990.0, 1060.0]}
+    v = decide(runs, plan, final=False, look=3,
+               by_round={r: dict(enumerate(x)) for r, x in runs.items()})
+    assert v["kind"] == "worse" and v["comparisons"]["rules_vs_default"]["decision"] == "none"
+    assert not settles(v)
+    assert settles({"kind": "equivalent", "decided": True})
+    assert not settles({"kind": "undecided", "decided": False})
+
+
 def test_runs_needed_shrinks_with_the_interval():
+    def runs_needed(c):
+        return next_decision(c)[0]
+
     wide = {"n_a": 5, "n_b": 5, "gain_pct": 2.0, "ci_low_pct": -14.0, "ci_high_pct": 18.0}
     narrow = {**wide, "ci_low_pct": -6.0, "ci_high_pct": 11.0}
     assert runs_needed(wide) > runs_needed(narrow) > 5
     # a large estimated gain: the runs to separate it from zero
     assert runs_needed({"n_a": 5, "n_b": 5, "gain_pct": 20.0, "ci_low_pct": -5.0,
                         "ci_high_pct": 45.0}) == math.ceil(5 * (25 / 20) ** 2)
-    assert runs_needed({"n_a": 1, "n_b": 5, "gain_pct": 1.0, "ci_low_pct": None,
-                        "ci_high_pct": None}) is None
+    assert next_decision({"n_a": 1, "n_b": 5, "gain_pct": 1.0, "ci_low_pct": None,
+                          "ci_high_pct": None}) == (None, None)
 
 
 def test_the_runs_needed_are_those_of_the_nearer_decision():
