@@ -61,6 +61,10 @@ class Arm:
     pin: bool = False
     analyze: bool = False
     thread_per_client: bool = True  # pgbench: one load-generator thread per client
+    # A pair arm measures the config twice per round, as the verdict compares two configs:
+    # "sequence" one run after the other, "turns" side by side in TURN_S s turns
+    # (Evaluator.evaluate_in_turns). Its figure is the spread of the pair's log ratio.
+    pair: str | None = None
 
 
 def arms_for(scenario: str, names: list[str] | None = None) -> list[Arm]:
@@ -83,6 +87,10 @@ def arms_for(scenario: str, names: list[str] | None = None) -> list[Arm]:
             Arm(f"steady{long}-analyze", "steady", w, long - w, analyze=True),
             Arm(f"steady{long}-threads-per-cpu", "steady", w, long - w,
                 thread_per_client=False)]
+    if scenario == DEMO:  # what the verdict's paired comparison sees, as tune measures it
+        arms += [Arm("pair-one-after-another", today.warmup_mode, w, today.duration_s,
+                     pair="sequence"),
+                 Arm("pair-in-turns", today.warmup_mode, w, today.duration_s, pair="turns")]
     if names:
         arms = [a for a in arms if a.name in names]
     return arms
@@ -242,28 +250,52 @@ def measure(scenario: str, arms: list[Arm], rounds: int, out: Path,
                     configure(evaluator, arm)
                     load_before = os.getloadavg()
                     started = time.time()
-                    m = measure_run(evaluator, TrialConfig())
-                    row = {"scenario": scenario, "arm": asdict(arm), "round": rnd, "ok": m.ok,
-                           "tps": m.throughput_tps, "failure": m.failure,
-                           "interim_tps": m.interim_tps,
-                           "window": {k: m.raw.get(k) for k in
-                                      ("warmup_mode", "warmup_cut_s", "steady_detected",
-                                       "measured_samples", "note")},
-                           "wall_s": round(time.time() - started, 2),
-                           "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                    time.gmtime(started)),
-                           "loadavg_before": [round(x, 2) for x in load_before],
-                           "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-                           "cpu_steal_pct": m.raw.get("cpu_steal_pct"),
-                           "setup": info}
-                    f.write(json.dumps(row) + "\n")
-                    f.flush()
-                    tps = f"{m.throughput_tps:,.0f} tps" if m.ok else f"failed: {m.failure}"
-                    log(f"[{scenario}] round {rnd} {arm.name}: {tps} ({row['wall_s']:.0f} s, "
-                        f"cut {row['window']['warmup_cut_s']}, load {load_before[0]:.1f}"
-                        f"{steal_clause(row['cpu_steal_pct'])})")
+                    for member, m in enumerate(_runs(evaluator, arm)):
+                        _write_row(f, log, scenario, arm, rnd, member, m, started,
+                                   load_before, info)
     finally:
         close()
+
+
+def _runs(evaluator: Any, arm: Arm) -> list[Any]:
+    """The arm's runs of one round: one, or a pair (one after the other, or in turns)."""
+    if arm.pair is None:
+        return [measure_run(evaluator, TrialConfig())]
+    if arm.pair == "sequence":
+        return [measure_run(evaluator, TrialConfig()), measure_run(evaluator, TrialConfig())]
+    from pmem_advisor.tuner.cpu_steal import measure_in_turns_undisturbed
+    from pmem_advisor.tuner.verdict import TURN_S
+
+    pair = [TrialConfig(), TrialConfig()]
+    why = evaluator.in_turns_refusal(pair, TURN_S)
+    if why is not None:
+        raise SystemExit(f"error: the pair cannot run in turns here: {why}")
+    runs, _ = measure_in_turns_undisturbed(evaluator, pair, TURN_S, may_rerun=lambda: False)
+    return runs
+
+
+def _write_row(f: Any, log: Callable[[str], None], scenario: str, arm: Arm, rnd: int,
+               member: int, m: Any, started: float, load_before: tuple[float, ...],
+               info: dict[str, Any]) -> None:
+    """One row per run (a pair arm writes two rows of a round: member 0 and 1)."""
+    row = {"scenario": scenario, "arm": asdict(arm), "round": rnd, "member": member,
+           "ok": m.ok, "tps": m.throughput_tps, "failure": m.failure,
+           "interim_tps": m.interim_tps,
+           "window": {k: m.raw.get(k) for k in ("warmup_mode", "warmup_cut_s",
+                                                "steady_detected", "measured_samples", "note")},
+           "wall_s": round(time.time() - started, 2),
+           "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+           "loadavg_before": [round(x, 2) for x in load_before],
+           "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+           "cpu_steal_pct": m.raw.get("cpu_steal_pct"),
+           **({"turn_tps": m.raw["turn_tps"]} if m.raw.get("turn_tps") else {}),
+           "setup": info}
+    f.write(json.dumps(row) + "\n")
+    f.flush()
+    tps = f"{m.throughput_tps:,.0f} tps" if m.ok else f"failed: {m.failure}"
+    log(f"[{scenario}] round {rnd} {arm.name}{f' #{member + 1}' if arm.pair else ''}: {tps} "
+        f"({row['wall_s']:.0f} s, cut {row['window']['warmup_cut_s']}, load "
+        f"{load_before[0]:.1f}{steal_clause(row['cpu_steal_pct'])})")
 
 
 # ------------------------------------------------------------------------------ summarising
@@ -303,11 +335,13 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                                      int((setup or {}).get("clients") or 0)),
         "metric": "cv_pct = stdev/mean of the runs' tps; per_minute_pct = cv_pct * "
                   "sqrt(wall_s / 60): the spread of the mean of one minute's runs",
-        "arms": {}, "windows": [],
+        "arms": {}, "windows": [], "pairs": pair_summary(ok),
     }
     for name, rs in arms.items():
         tps = [r["tps"] for r in rs]
         wall = statistics.median(r["wall_s"] for r in rs)
+        if name in out["pairs"]:  # a pair's rows carry the wall time of the pair
+            wall = out["pairs"][name]["wall_s"] / 2
         cv = cv_pct(tps)
         # rows from before the field ran pgbench with threads at the CPU count
         out["arms"][name] = {"arm": {"thread_per_client": False, **rs[0]["arm"]}, "n": len(rs),
@@ -323,7 +357,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     # sub-windows of the long steady runs (no pinning, no analyze): length and warm-up rule
     for name, rs in arms.items():
         arm = rs[0]["arm"]
-        if arm["warmup_mode"] != "steady" or arm["pin"] or arm["analyze"]:
+        if arm["warmup_mode"] != "steady" or arm["pin"] or arm["analyze"] or arm.get("pair"):
             continue
         overhead = statistics.median(r["wall_s"] - len(r["interim_tps"]) for r in rs)
         total = min(len(r["interim_tps"]) for r in rs)
@@ -352,6 +386,29 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                         "cv_pct": _r(cv), "wall_s": round(wall, 1),
                         "per_minute_pct": _r(per_minute(cv, wall)),
                         "median_cut_s": _median(cuts)})
+    return out
+
+
+def pair_summary(ok: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per pair arm: the spread of the per-round log ratio of its two runs of one config (what
+    the verdict's paired test sees between two configs), the wall time of a round's pair, and
+    that spread per minute of it."""
+    pairs: dict[str, dict[int, dict[int, dict[str, Any]]]] = {}
+    for r in ok:
+        if (r.get("arm") or {}).get("pair"):
+            pairs.setdefault(r["arm"]["name"], {}).setdefault(r["round"], {})[
+                r.get("member", 0)] = r
+    out = {}
+    for name, rounds in pairs.items():
+        both = [m for m in rounds.values() if 0 in m and 1 in m]
+        logs = [math.log(m[0]["tps"] / m[1]["tps"]) for m in both]
+        spread = 100.0 * statistics.stdev(logs) if len(logs) >= 2 else None
+        wall = statistics.median(max(m[0]["wall_s"], m[1]["wall_s"]) for m in both) \
+            if both else 0.0
+        out[name] = {"how": both[0][0]["arm"]["pair"] if both else None, "rounds": len(both),
+                     "paired_spread_pct": _r(spread),
+                     "mean_log_ratio_pct": _r(100.0 * statistics.fmean(logs)) if logs else None,
+                     "wall_s": round(wall, 1), "per_minute_pct": _r(per_minute(spread, wall))}
     return out
 
 
@@ -393,6 +450,13 @@ def table(summary: dict[str, Any]) -> list[str]:
     for name, a in summary["arms"].items():
         lines.append(f"{name:<24} {a['n']:>3} {a['median_tps']:>11,.0f} "
                      f"{_pct(a['cv_pct']):>7} {a['wall_s']:>7.0f} {_pct(a['per_minute_pct']):>8}")
+    if summary.get("pairs"):
+        lines.append("pairs of runs of the one config, as the verdict compares two configs "
+                     "(spread of the per-round log ratio):")
+        for name, a in summary["pairs"].items():
+            lines.append(f"  {name:<24} {a['rounds']:>3} rounds  pair spread "
+                         f"{_pct(a['paired_spread_pct'])}  wall {a['wall_s']:.0f} s  per min "
+                         f"{_pct(a['per_minute_pct'])}")
     if summary["windows"]:
         lines.append("sub-windows of the steady runs (arm, warm-up rule, length):")
         for w in summary["windows"]:

@@ -24,6 +24,8 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from pmem_advisor.connection import ConnInfo
 from pmem_advisor.errors import ServerError, UsageError
 from pmem_advisor.instances import golden, registry
@@ -107,6 +109,7 @@ class Instance(ABC):
         self.initialized = False
         self.config_text = ""
         self._proc: subprocess.Popen | None = None
+        self._paused = False
         self._clean_stop = True
         self._destroyed = False
         self._destroying = False
@@ -403,8 +406,48 @@ class Instance(ABC):
             log_tail=self.log_tail(),
         )
 
+    def pause(self) -> None:
+        """Stop every process of the server (SIGSTOP), so that it takes no CPU while another
+        server is measured; ``resume`` continues it. The leader first: stopped, it forks no
+        more (a fork racing the signal is restarted by the kernel), so its descendants, listed
+        after it, are all of them. Each descendant's own process group is signalled too:
+        PostgreSQL's children each lead their own (InitPostmasterChild calls setsid), and a
+        tool one of them runs shares it. Stopping, killing or destroying a paused server
+        resumes it first."""
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self._paused = True
+        self._signal_tree(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self._paused and self._proc is not None:
+            self._signal_tree(signal.SIGCONT)
+        self._paused = False
+
+    def _signal_tree(self, sig: int) -> None:
+        assert self._proc is not None
+        leader = self._proc.pid
+        try:
+            os.killpg(leader, sig)
+            children = psutil.Process(leader).children(recursive=True)
+        except (ProcessLookupError, psutil.Error):
+            return  # it died meanwhile: the next check says so
+        for child in children:
+            try:
+                if os.getpgid(child.pid) == child.pid:
+                    os.killpg(child.pid, sig)
+                else:
+                    os.kill(child.pid, sig)
+            except ProcessLookupError:
+                continue  # exited meanwhile
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
     def stop(self) -> None:
         """Shut the server down cleanly (SIGKILL only after ``stop_timeout``)."""
+        self.resume()  # a stopped process would hold the shutdown signal until the timeout
         proc, self._proc = self._proc, None
         if proc is not None:
             if proc.poll() is None:
@@ -454,6 +497,7 @@ class Instance(ABC):
         return f"killed by {_signal_name(code)}" if code < 0 else f"exit code {code}"
 
     def _kill(self) -> None:
+        self.resume()
         proc, self._proc = self._proc, None
         if proc is not None:
             self._kill_group(proc)

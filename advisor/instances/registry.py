@@ -190,15 +190,23 @@ def owner_alive(rec: Record) -> bool:
 
 
 def server_processes(rec: Record) -> list[psutil.Process]:
-    """Live processes of the instance's server: its process group, checked against the
-    recorded binary directory so that a recycled pid is never taken for ours."""
+    """Live processes of the instance's server: its process group and the leader's
+    descendants (PostgreSQL's children each lead a group of their own: InitPostmasterChild
+    calls setsid), checked against the recorded binary directory so that a recycled pid is
+    never taken for ours."""
     if not rec.server_pid:
         return []
     bindir = Path(rec.bindir).resolve()
+    try:
+        family = {c.pid for c in psutil.Process(rec.server_pid).children(recursive=True)}
+    except psutil.Error:
+        family = set()
     procs = []
     for p in psutil.process_iter():
         try:
-            if os.getpgid(p.pid) != rec.server_pid or p.status() == psutil.STATUS_ZOMBIE:
+            if os.getpgid(p.pid) != rec.server_pid and p.pid not in family:
+                continue
+            if p.status() == psutil.STATUS_ZOMBIE:
                 continue
             uid = p.uids().real
             if uid != (rec.server_uid if rec.server_uid is not None else uid) or uid == 0:
@@ -215,6 +223,11 @@ def kill_server(rec: Record, timeout: float = 60.0) -> None:
     procs = server_processes(rec)
     if not procs:
         return
+    for p in procs:  # a run killed while it had the server paused (Instance.pause)
+        try:
+            p.resume()
+        except psutil.Error:
+            pass
     leader = next((p for p in procs if p.pid == rec.server_pid), None)
     if leader is not None:
         try:

@@ -103,3 +103,32 @@ def steal_note(values: list[float | None], reruns: int = 0) -> str:
         return again
     return (again + f"; the hypervisor took {min(vals):.0f}-{max(vals):.0f}% of the CPU during "
             "the runs kept (steal): a cause of their spread that no setting removes")
+
+
+def measure_in_turns_undisturbed(evaluator: Any, configs: list[Any], turn_s: int, *,
+                                 may_rerun: Any = lambda: True, on_rerun: Any = None
+                                 ) -> tuple[list[Any], list[list[dict[str, Any]]]]:
+    """``evaluator.evaluate_in_turns`` with the steal share of the whole block (the configs
+    took turns through it) in every measurement's ``raw``; measured again, all together, while
+    it was disturbed, as ``measure_undisturbed`` does; the discarded runs per config."""
+
+    def once() -> list[Any]:
+        before = cpu_times()
+        ms = evaluator.evaluate_in_turns(configs, turn_s)
+        pct = steal_pct(before, cpu_times())
+        for m in ms:
+            if pct is not None and isinstance(getattr(m, "raw", None), dict):
+                m.raw["cpu_steal_pct"] = pct
+        return ms
+
+    ms = once()
+    discarded: list[list[dict[str, Any]]] = [[] for _ in configs]
+    while (any(disturbed(m) for m in ms) and len(discarded[0]) < DISTURBED_RERUNS
+           and may_rerun()):
+        for k, m in enumerate(ms):
+            discarded[k].append({"cpu_steal_pct": m.raw.get("cpu_steal_pct"),
+                                 "throughput_tps": m.throughput_tps})
+        if on_rerun is not None:
+            on_rerun(next(m.raw.get("cpu_steal_pct") for m in ms if disturbed(m)))
+        ms = once()
+    return ms, discarded

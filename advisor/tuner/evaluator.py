@@ -66,6 +66,19 @@ class Evaluator(ABC):
     def evaluate(self, config: TrialConfig) -> Measurement:
         """Start the server with ``config`` on fresh golden data, run the workload, measure."""
 
+    def in_turns_refusal(self, configs: list[TrialConfig], turn_s: int) -> str | None:
+        """None when ``evaluate_in_turns`` can measure these configs side by side here in
+        turns of ``turn_s`` seconds, else why not (the caller then measures them one after
+        another)."""
+        return "this evaluator runs one server at a time"
+
+    def evaluate_in_turns(self, configs: list[TrialConfig], turn_s: int) -> list[Measurement]:
+        """One Measurement per config, measured side by side: every config's server up at
+        once on its own copy of the golden data, the workload taking turns of ``turn_s``
+        seconds on each while the others are paused, ``duration`` seconds each in all. Only
+        after ``in_turns_refusal(configs, turn_s)`` said None."""
+        raise NotImplementedError(self.in_turns_refusal(configs, turn_s) or "no turns here")
+
     def close(self) -> None:  # noqa: B027 - optional hook, idempotent
         """Stop everything started and remove temporary files."""
 

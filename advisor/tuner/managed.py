@@ -1,13 +1,18 @@
 """The real evaluator: a managed server per golden copy, a named workload, one config per trial.
 
-One server instance lives at a time. Trials that share their init settings share one golden
-copy (initialise + load once, then restore before every trial), so a change of a reinit knob
-costs one initialisation the first time and a copy afterwards.
+One server instance lives at a time, except while configs are measured in turns
+(``evaluate_in_turns``): then each config has its own server and data copy, all up at once.
+Trials that share their init settings share one golden copy (initialise + load once, then
+restore before every trial), so a change of a reinit knob costs one initialisation the first
+time and a copy afterwards.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import shutil
+import statistics
 import tempfile
 import uuid
 from collections.abc import Callable
@@ -27,6 +32,11 @@ SCRATCH_PREFIX = "pmem-advisor-tune-"
 # The benchmark's own needs, applied to trials only (never to the tuned file): enough
 # connections for --clients plus the reserve (superuser_reserved_connections, tools).
 BENCH_RESERVED_CONNECTIONS = 10
+# Side by side (evaluate_in_turns): the servers' budgets must fit in what the host has free,
+# with this much left for the load generator and the OS; the medium must hold the extra data
+# copies this many times over (their WAL grows while they run).
+MEMORY_HEADROOM_BYTES = 1 << 30
+SPACE_FACTOR = 2.0
 
 
 def _reason(e: Exception, log_tail: str = "") -> str:
@@ -107,14 +117,17 @@ class ManagedEvaluator(Evaluator):
             inst, self._inst, self._inst_key = self._inst, None, None
             inst.destroy()
 
-    def _new_instance(self, config: TrialConfig) -> Any:
-        """A managed server for ``config``'s init settings (engines with their own instance
-        class override this)."""
+    def _new_instance(self, config: TrialConfig, data_dir: Path | None = None,
+                      wal_dir: Path | None = None) -> Any:
+        """A managed server for ``config``'s init settings, on the user's data (and WAL)
+        directory unless others are given (engines with their own instance class override
+        this)."""
         from pmem_advisor.instances import create_instance
 
         return create_instance(
-            self.binary, self.workdir, data_dir=self.data_dir, wal_dir=self.wal_dir,
-            init_settings=dict(config.init_params), golden_dir=self.golden_dir,
+            self.binary, self.workdir, data_dir=data_dir or self.data_dir,
+            wal_dir=wal_dir or self.wal_dir, init_settings=dict(config.init_params),
+            golden_dir=self.golden_dir,
         )
 
     def _load_config(self) -> str:
@@ -188,20 +201,9 @@ class ManagedEvaluator(Evaluator):
                 raise
             self._drop_instance()
             return Measurement(ok=False, failure=f"initialisation failed: {_reason(e)}")
-        try:
-            text = self.config_text(config)
-        except UsageError as e:  # a value the catalog cannot render: the config is invalid
-            return Measurement(ok=False, failure=str(e))
-        logs_before = _log_sizes(inst)
-        try:
-            self._phase("start")
-            with pinned(self.cpus[0] if self.cpus else None):
-                inst.start(text)
-                if _log_sizes(inst) != logs_before:
-                    self._phase("settle the resized redo log")
-                    self._settle_logs(inst, text)
-        except AdvisorError as e:
-            return Measurement(ok=False, failure=f"server refused the config: {_reason(e)}")
+        refused = self._start(inst, config)
+        if refused is not None:
+            return Measurement(ok=False, failure=refused)
         try:
             if self.analyze_after_restore:
                 from pmem_advisor.workloads.dbapi import analyze_database
@@ -241,6 +243,170 @@ class ManagedEvaluator(Evaluator):
             interim_tps=list(raw.get("interim_tps") or []),
             stopped_early=bool(raw.get("stopped_early")),
         )
+
+    # -- side by side: every config's server up, the workload taking turns -------------------
+    def in_turns_refusal(self, configs: list[TrialConfig], turn_s: int) -> str | None:
+        if len(configs) < 2:
+            return "one config"
+        if self.duration < 2 * turn_s:
+            return (f"runs of {self.duration:g} s are shorter than two turns of {turn_s} s")
+        if len({c.init_key() for c in configs}) > 1:
+            return "the configs differ in init-time settings (each needs its own golden copy)"
+        if self.cgroup is None:
+            return "no memory budget (--memory) to hold each server to"
+        need = len(configs) * int(self.cgroup.limit_bytes)
+        avail = _mem_available()
+        if avail is not None and avail < need + MEMORY_HEADROOM_BYTES:
+            return (f"the host has {avail / 2**20:,.0f} MiB available; {len(configs)} servers "
+                    f"of {self.cgroup.limit_bytes / 2**20:,.0f} MiB need "
+                    f"{(need + MEMORY_HEADROOM_BYTES) / 2**20:,.0f} MiB with headroom")
+        if not self.golden_dir.is_dir():
+            return "no golden copy yet"
+        size = _tree_bytes(self.golden_dir)  # every golden copy: an upper bound of this one
+        for given in {d for d in (self.data_dir, self.wal_dir) if d} or {None}:
+            where = Path(os.path.realpath(given)).parent if given else Path(
+                self.workdir or tempfile.gettempdir())
+            free = shutil.disk_usage(where).free
+            if free < SPACE_FACTOR * size * (len(configs) - 1):
+                return (f"{where} has {free / 2**20:,.0f} MiB free, too little for "
+                        f"{len(configs) - 1} more copies of the {size / 2**20:,.0f} MiB data")
+        return None
+
+    def evaluate_in_turns(self, configs: list[TrialConfig], turn_s: int) -> list[Measurement]:
+        """Config 0 runs on the user's directories, the others on fresh ones beside them (the
+        same medium), each server in its own memory cgroup of the budget's size. A server
+        paused between its turns does nothing (SIGSTOP): its checkpoints and vacuums run in
+        its own turns, never in another config's. The throughput is that of all turns; each
+        latency percentile is the median of the turns' percentiles."""
+        why = self.in_turns_refusal(configs, turn_s)
+        if why is not None:
+            raise UsageError(f"cannot measure these configs in turns: {why}")
+        turns = max(1, math.ceil(self.duration / turn_s))
+        insts: list[Any] = []
+        extras: list[tuple[Any, Any]] = []  # (instance, cgroup) of configs 1..n
+        failures: dict[int, str] = {}
+        results: dict[int, list[Any]] = {k: [] for k in range(len(configs))}
+        mode = getattr(self.workload, "warmup_mode", None)
+        try:
+            if mode is not None:  # a turn of a warm server is measured whole
+                self.workload.warmup_mode = "fixed"
+            for k, config in enumerate(configs):
+                inst = (self._prepare(config) if k == 0 else
+                        self._turn_instance(config, k, extras))
+                insts.append(inst)
+                refused = self._start(inst, config)
+                if refused is not None:
+                    failures[k] = refused
+                    continue
+                if self.warmup:
+                    self._phase(f"warm-up of config {k + 1} of {len(configs)}", self.warmup)
+                    failures.update(self._turn(inst, k, self.warmup, None))
+                inst.pause()
+            for turn in range(turns):
+                live = [k for k in range(len(configs)) if k not in failures]
+                if not live:
+                    break
+                shift = turn % len(live)  # each config goes first as often as the others
+                for k in live[shift:] + live[:shift]:
+                    self._phase(f"turn {turn + 1} of {turns}: config {k + 1}", turn_s)
+                    failures.update(self._turn(insts[k], k, turn_s, results[k]))
+        finally:
+            if mode is not None:
+                self.workload.warmup_mode = mode
+            for inst in insts:
+                inst.resume()
+            for inst, group in extras:
+                try:
+                    inst.destroy()
+                finally:
+                    if group is not None:
+                        group.remove()
+            if insts:
+                if insts[0].is_running():
+                    self._stop(insts[0])
+                else:
+                    self._drop_instance()
+        return [Measurement(ok=False, failure=failures[k]) if k in failures
+                else _turns_measurement(results[k], turn_s, len(configs))
+                for k in range(len(configs))]
+
+    def _turn(self, inst: Any, k: int, seconds: float, into: list[Any] | None
+              ) -> dict[int, str]:
+        """One turn of the workload on ``inst`` (resumed for it, paused after it); the
+        config's failure, if the workload failed or the server died."""
+        inst.resume()
+        try:
+            with pinned(self.cpus[1] if self.cpus else None):
+                result = self.workload.run(inst.conninfo, clients=self.clients,
+                                           duration=seconds)
+        except CapabilityMissing:
+            raise
+        except AdvisorError as e:
+            alive = inst.is_running()
+            tail = "" if alive else inst.log_tail(LOG_LINES)
+            what = "workload failed" if alive else "server crashed"
+            if alive:
+                inst.stop()
+            return {k: f"{what}: {_reason(e, tail)}"}
+        if not inst.is_running():
+            return {k: f"server crashed: {_reason(Exception(''), inst.log_tail(LOG_LINES))}"}
+        inst.pause()
+        if into is not None:
+            into.append(result)
+        return {}
+
+    def _turn_instance(self, config: TrialConfig, k: int, extras: list[tuple[Any, Any]]
+                       ) -> Any:
+        """A server for config ``k`` on fresh directories beside the user's, restored from
+        the golden copy; its own memory cgroup of the budget's size."""
+        from pmem_advisor.instances.cgroup import MemoryCgroup
+
+        made: list[Path] = []
+
+        def beside(given: str | Path | None, what: str) -> Path | None:
+            if not given:
+                return None
+            # mkdtemp: a new name of ours (O_EXCL), even in a directory others can write
+            d = Path(tempfile.mkdtemp(prefix=f".pmem-advisor-turn{k}-",
+                                      dir=Path(os.path.realpath(given)).parent))
+            os.chmod(d, 0o711)  # the server user passes through; nobody lists or writes
+            made.append(d)
+            return d / what
+
+        try:
+            inst = self._new_instance(config, data_dir=beside(self.data_dir, "data"),
+                                      wal_dir=beside(self.wal_dir, "wal"))
+        except BaseException:
+            for d in made:
+                shutil.rmtree(d, ignore_errors=True)
+            raise
+        extras.append((inst, None))  # destroyed by the caller whatever happens next
+        for d in made:
+            inst.add_scratch(d)
+        group = MemoryCgroup.create(f"turn{k}-{os.getpid()}", int(self.cgroup.limit_bytes))
+        extras[-1] = (inst, group)
+        inst.cgroup = group
+        self._phase("restore")
+        inst.restore(GOLDEN)
+        return inst
+
+    def _start(self, inst: Any, config: TrialConfig) -> str | None:
+        """Start ``inst`` with ``config``; None, or why the server (or the catalog) refused."""
+        try:
+            text = self.config_text(config)
+        except UsageError as e:  # a value the catalog cannot render: the config is invalid
+            return str(e)
+        logs_before = _log_sizes(inst)
+        try:
+            self._phase("start")
+            with pinned(self.cpus[0] if self.cpus else None):
+                inst.start(text)
+                if _log_sizes(inst) != logs_before:
+                    self._phase("settle the resized redo log")
+                    self._settle_logs(inst, text)
+        except AdvisorError as e:
+            return f"server refused the config: {_reason(e)}"
+        return None
 
     def _settle_logs(self, inst: Any, text: str) -> None:
         """The server resized its redo log into a fresh, preallocated file: write its blocks
@@ -282,6 +448,45 @@ class _Scratch:
         from pmem_advisor.instances import registry
 
         registry.release_scratch(self.record)
+
+
+def _turns_measurement(results: list[Any], turn_s: int, side_by_side: int) -> Measurement:
+    seconds = [float(r.duration_s or turn_s) for r in results]
+    total = sum(seconds)
+    tps = sum(r.throughput_tps * s for r, s in zip(results, seconds, strict=True)) / total
+    latency = {}
+    for p in ("p50", "p95", "p99"):
+        values = [r.latency_ms.get(p) for r in results if r.latency_ms.get(p) is not None]
+        latency[p] = statistics.median(values) if values else None
+    interim = [float(x) for r in results for x in (r.raw or {}).get("interim_tps") or []]
+    return Measurement(
+        ok=True, throughput_tps=tps, latency_ms=latency,
+        errors=sum(int(r.errors or 0) for r in results), duration_s=total,
+        raw={"workload": results[0].workload, "clients": results[0].clients,
+             "turns": len(results), "turn_s": turn_s, "side_by_side": side_by_side,
+             "turn_tps": [round(float(r.throughput_tps), 1) for r in results]},
+        interim_tps=interim)
+
+
+def _mem_available() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _tree_bytes(root: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass
+    return total
 
 
 def _log_sizes(inst: Any) -> dict[str, int]:

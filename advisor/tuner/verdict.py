@@ -51,7 +51,12 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from pmem_advisor.tuner.cpu_steal import measure_undisturbed, steal_note
+from pmem_advisor.errors import EnvironmentProblem
+from pmem_advisor.tuner.cpu_steal import (
+    measure_in_turns_undisturbed,
+    measure_undisturbed,
+    steal_note,
+)
 from pmem_advisor.tuner.evaluator import TrialConfig
 from pmem_advisor.tuner.stats import compare, compare_paired, min_p_value, spread_pct
 from pmem_advisor.tuner.study import (
@@ -76,6 +81,14 @@ EQUIVALENCE_MAX_PCT = 10.0
 RESOLUTION_PCT = EQUIVALENCE_MAX_PCT  # the name older callers use
 MAX_RUNS_NEEDED = 500
 DEFAULT_MAX_ROUNDS = 8
+# The finalists of a round run side by side, taking turns of this many seconds (the others
+# paused), where the evaluator can: a noisy host's slow swings (levels up to a quarter apart
+# for 10-40 s on the 2-CPU VMs here) then fall on every config of the round alike, as in
+# randomized multiple interleaved trials (Abedi & Brecht, ICPE 2017). Two live PostgreSQL 18
+# servers of one config, pgbench tpcb 4 clients, 28 s each per round (6 rounds, 2026-11-28):
+# the per-round log ratio was spread 9.3% run one after the other, 3.8% in 4 s turns
+# (benchmarks/data/noise/turns.json).
+TURN_S = 4
 VERDICT_ROLE = "verdict"
 VERDICT_ATTR = "pmem_advisor.verdict"
 VERDICT_FOR_ATTR = "verdict_for"  # on a claim trial: the finalists it measures
@@ -439,6 +452,14 @@ def remeasure_runs_planned(tuner: Tuner) -> int:
     return len(fin) * rounds_planned(tuner) if len(fin) >= 2 else 0
 
 
+def method_note(method: dict[str, Any]) -> str:
+    """How the rounds were measured, for every output."""
+    if method.get("in_turns"):
+        return (f"each round measured side by side: every config's server up at once, the "
+                f"workload taking {method.get('turn_s')} s turns while the others were paused")
+    return f"each round measured one config after another ({method.get('why_not') or 'n/a'})"
+
+
 def run_final(tuner: Tuner) -> dict[str, Any] | None:
     """Measure the finalists in interleaved rounds until decided; store and return the
     verdict (the stored one when another worker made it)."""
@@ -459,10 +480,11 @@ def run_final(tuner: Tuner) -> dict[str, Any] | None:
     plan = make_plan(rounds_planned(tuner), list(fin), paired=True)
     store: dict[str, list[dict]] = dict(study.user_attrs.get(REMEASURE_ATTR) or {})
     storage = study._storage
+    method: dict[str, Any] = {}
     with Heartbeat(study, mine):
         try:
-            verdict = _rounds(tuner, fin, plan, store, metric, higher, CONFIG_ATTR,
-                              REMEASURE_ATTR, measurement_attrs)
+            verdict = _rounds(tuner, fin, plan, store, metric, higher, REMEASURE_ATTR,
+                              measurement_attrs, method)
         except BaseException as e:  # Ctrl-C, no server at all: the next claimer resumes
             storage.set_trial_user_attr(mine, INTERRUPTED_ATTR, f"{type(e).__name__}: {e}"[:300])
             storage.set_trial_state_values(mine, TrialState.FAIL)
@@ -475,6 +497,10 @@ def run_final(tuner: Tuner) -> dict[str, Any] | None:
     reruns = sum(len(x.get("disturbed_runs") or []) for x in kept)
     note = steal_note(steal, reruns)
     verdict["disturbed_reruns"] = reruns
+    verdict["measured"] = method
+    how = method_note(method)
+    verdict.setdefault("notes", []).append(how)
+    verdict["text_full"] = verdict.get("text_full", verdict.get("text", "")) + "; " + how
     if note:  # a caveat every output prints with the verdict (text_full)
         verdict.setdefault("notes", []).append(note.removeprefix("; "))
         verdict["text_full"] = verdict.get("text_full", verdict.get("text", "")) + note
@@ -489,43 +515,89 @@ def run_final(tuner: Tuner) -> dict[str, Any] | None:
     return verdict
 
 
+def in_turns_refusal(tuner: Tuner, fin: dict[str, FrozenTrial], higher: bool) -> str | None:
+    """None when the finalists can be measured side by side (``Evaluator.evaluate_in_turns``),
+    else why they are measured one after another."""
+    if not higher:
+        return "the objective is a latency percentile, which turns cannot pool"
+    configs = [_trial_config(fin[r]) for r in ROLES if r in fin]
+    refusal = getattr(tuner.evaluator, "in_turns_refusal", None)
+    return ("this evaluator runs one server at a time" if refusal is None else
+            refusal(configs, TURN_S))
+
+
+def _trial_config(t: FrozenTrial) -> TrialConfig:
+    cfg = t.user_attrs.get(CONFIG_ATTR) or {}
+    return TrialConfig(params=cfg.get("params", {}), init_params=cfg.get("init_params", {}))
+
+
 def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[str, list[dict]],
-            metric: str, higher: bool, config_attr: str, remeasure_attr: str,
-            measurement_attrs: Any) -> dict[str, Any]:
+            metric: str, higher: bool, remeasure_attr: str, measurement_attrs: Any,
+            method: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The interleaved rounds. Each round measures the finalists side by side in turns of
+    TURN_S seconds where the evaluator can (``method`` records how, or why not), else one
+    after another."""
     study = tuner.study
     order = [r for r in ROLES if r in fin]
     verdict: dict[str, Any] = {}
     deadline = getattr(tuner, "deadline", None)  # the end of the whole run's --time-budget
+    method = {} if method is None else method
+    why_not = in_turns_refusal(tuner, fin, higher)
+    method.update(in_turns=why_not is None, turn_s=TURN_S if why_not is None else None,
+                  why_not=why_not)
+
+    def may_rerun() -> bool:
+        return deadline is None or time.monotonic() < deadline
+
+    def record(role: str, rnd: int, m: Any, discarded: list[dict]) -> None:
+        t = fin[role]
+        runs = store.setdefault(str(t.number), [])
+        runs.append({"ok": m.ok, **measurement_attrs(m), "failure": m.failure,
+                     "round": rnd, "role": role,
+                     **({"interim_tps": [round(float(x), 1) for x in m.interim_tps]}
+                        if m.interim_tps else {}),
+                     **({"turn_tps": m.raw["turn_tps"]} if m.raw.get("turn_tps") else {}),
+                     **({"disturbed_runs": discarded} if discarded else {})})
+        study.set_user_attr(remeasure_attr, store)
+        tuner.observer.remeasured(rnd, plan.max_rounds, _label(role), t.number,
+                                  runs[-1].get(metric) if m.ok else None, m.failure, metric)
+
     for rnd in range(1, plan.max_rounds + 1):
-        for role in order:
+        todo = [r for r in order if len(store.setdefault(str(fin[r].number), [])) < rnd]
+        if todo and deadline is not None and time.monotonic() > deadline:
+            return _out_of_time(store, fin, plan, metric, higher)
+        if len(todo) >= 2 and method["in_turns"]:
+            tuner.observer.phase(f"re-measure round {rnd}/{plan.max_rounds}: "
+                                 + ", ".join(_label(r) for r in todo)
+                                 + f" side by side, in {TURN_S} s turns")
+
+            def rerun_all(pct: float | None, rnd: int = rnd) -> None:
+                tuner.observer.phase(f"re-measure round {rnd}/{plan.max_rounds} again: the "
+                                     f"hypervisor took {pct:.0f}% of the CPU")
+
+            try:
+                ms, discarded = measure_in_turns_undisturbed(
+                    tuner.evaluator, [_trial_config(fin[r]) for r in todo], TURN_S,
+                    may_rerun=may_rerun, on_rerun=rerun_all)
+            except EnvironmentProblem as e:  # no room for the copies after all: one by one
+                method.update(in_turns=False, turn_s=None,
+                              why_not=f"side by side failed: {' '.join(str(e).split())[:200]}")
+            else:
+                for role, m, d in zip(todo, ms, discarded, strict=True):
+                    record(role, rnd, m, d)
+                todo = []
+        for role in todo:
             t = fin[role]
-            runs = store.setdefault(str(t.number), [])
-            if len(runs) >= rnd:
-                continue  # measured before an interruption
-            if deadline is not None and time.monotonic() > deadline:
-                return _out_of_time(store, fin, plan, metric, higher)
             tuner.observer.phase(f"re-measure round {rnd}/{plan.max_rounds}: {_label(role)} "
                                  f"(trial {t.number})")
-            cfg = t.user_attrs.get(config_attr) or {}
 
             def rerun(pct: float | None, rnd: int = rnd, role: str = role) -> None:
                 tuner.observer.phase(f"re-measure round {rnd}/{plan.max_rounds}: {_label(role)}"
                                      f" again: the hypervisor took {pct:.0f}% of the CPU")
 
-            m, discarded = measure_undisturbed(
-                tuner.evaluator, TrialConfig(params=cfg.get("params", {}),
-                                             init_params=cfg.get("init_params", {})),
-                may_rerun=lambda: deadline is None or time.monotonic() < deadline,
-                on_rerun=rerun)
-            runs.append({"ok": m.ok, **measurement_attrs(m), "failure": m.failure,
-                         "round": rnd, "role": role,
-                         **({"interim_tps": [round(float(x), 1) for x in m.interim_tps]}
-                            if m.interim_tps else {}),
-                         **({"disturbed_runs": discarded} if discarded else {})})
-            study.set_user_attr(remeasure_attr, store)
-            tuner.observer.remeasured(rnd, plan.max_rounds, _label(role), t.number,
-                                      runs[-1].get(metric) if m.ok else None, m.failure,
-                                      metric)
+            m, discarded = measure_undisturbed(tuner.evaluator, _trial_config(t),
+                                               may_rerun=may_rerun, on_rerun=rerun)
+            record(role, rnd, m, discarded)
         if rnd in plan.looks:
             verdict = decide(values_of(store, fin, metric), plan,
                              final=rnd == plan.max_rounds, higher_is_better=higher,

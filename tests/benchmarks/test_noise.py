@@ -99,3 +99,49 @@ def test_the_demo_s_evaluator_opens_and_closes(monkeypatch):
         assert evaluator.duration == noise.DEMO_DURATION
     finally:
         close()
+
+
+def _pair_rows(name: str, how: str, ratios: list[float], wall: float) -> list[dict]:
+    rows = []
+    for rnd, ratio in enumerate(ratios, 1):
+        for member, tps in enumerate((1000.0 * ratio, 1000.0)):
+            rows.append({"scenario": "demo", "ok": True, "tps": tps, "interim_tps": [tps] * 3,
+                         "wall_s": wall if member else wall / 2, "started": "t",
+                         "loadavg_before": [1.0], "window": {}, "round": rnd,
+                         "member": member,
+                         "arm": {"name": name, "warmup_mode": "steady", "warmup_s": 2.0,
+                                 "duration_s": 28.0, "pin": False, "analyze": False,
+                                 "pair": how}})
+    return rows
+
+
+def test_a_pair_arm_reports_the_spread_of_its_per_round_log_ratio():
+    import math
+    import statistics
+
+    from benchmarks.noise import summarise, table
+
+    ratios = [1.05, 0.97, 1.02, 0.94, 1.01]
+    rows = (_pair_rows("pair-one-after-another", "sequence", ratios, 80.0)
+            + _pair_rows("pair-in-turns", "turns", [1.01, 0.99, 1.0, 1.02, 0.98], 76.0))
+    s = summarise(rows)
+    seq = s["pairs"]["pair-one-after-another"]
+    want = 100 * statistics.stdev(math.log(r) for r in ratios)
+    assert seq["how"] == "sequence" and seq["rounds"] == 5 and seq["wall_s"] == 80.0
+    assert seq["paired_spread_pct"] == round(want, 2)
+    assert seq["per_minute_pct"] == round(want * math.sqrt(80 / 60), 2)
+    assert s["pairs"]["pair-in-turns"]["paired_spread_pct"] < seq["paired_spread_pct"]
+    assert s["arms"]["pair-in-turns"]["wall_s"] == 38.0  # a run's share of the pair's wall
+    assert not [w for w in s["windows"] if w["from_arm"].startswith("pair")]
+    printed = "\n".join(table(s))
+    assert "pair-one-after-another     5 rounds  pair spread " \
+        f"{round(want, 1):.1f}%  wall 80 s" in printed
+
+
+def test_the_demo_measures_a_pair_one_after_another_and_one_in_turns():
+    from benchmarks.noise import arms_for
+
+    pairs = {a.name: a for a in arms_for("demo") if a.pair}
+    assert {a.pair for a in pairs.values()} == {"sequence", "turns"}
+    today = arms_for("demo", ["today"])[0]
+    assert all(a.duration_s == today.duration_s for a in pairs.values())

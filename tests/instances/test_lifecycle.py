@@ -126,6 +126,46 @@ def test_refused_config_reports_the_servers_reason(inst):
     assert inst.query("SELECT 1") == [(1,)]
 
 
+def _states(inst, want: str | None = None) -> set[str]:
+    """The server's processes' states (waiting up to 5 s for all to be ``want``: a signal is
+    delivered, not waited for)."""
+    deadline = time.monotonic() + 5
+    while True:
+        states = {p.status() for p in registry.server_processes(inst.record)}
+        if want is None or states == {want} or time.monotonic() > deadline:
+            return states
+        time.sleep(0.05)
+
+
+def test_a_paused_server_takes_no_turn_and_stops_cleanly(inst):
+    inst.query("SELECT 1")
+    inst.pause()
+    # every process of it (PostgreSQL's children lead process groups of their own)
+    assert inst.paused and _states(inst, psutil.STATUS_STOPPED) == {psutil.STATUS_STOPPED}
+    inst.resume()
+    assert not inst.paused and psutil.STATUS_STOPPED not in _states(inst)
+    assert inst.query("SELECT 1") == [(1,)]
+    inst.pause()
+    began = time.monotonic()
+    inst.stop()  # resumed first: the shutdown signal is not held until the stop timeout
+    assert time.monotonic() - began < 30 and inst.stopped_cleanly
+    inst.start("")
+    assert inst.query("SELECT 1") == [(1,)]
+
+
+def test_the_reaper_ends_a_server_a_killed_run_left_paused(inst):
+    inst.pause()
+    leader = psutil.Process(inst.pid)
+    began = time.monotonic()
+    registry.kill_server(inst.record, timeout=20)  # what the next run does for a dead owner
+    assert time.monotonic() - began < 20  # it was resumed, so it shut down at once
+    psutil.wait_procs([leader], timeout=5)
+    assert not leader.is_running() or leader.status() == psutil.STATUS_ZOMBIE
+    inst._paused = False  # the reaper, not this object, ended it
+    inst.start("")
+    assert inst.query("SELECT 1") == [(1,)]
+
+
 def test_sigkill_is_detected_and_cleaned_up(inst):
     inst.query("CREATE TABLE IF NOT EXISTS k (id int)")
     inst.query("INSERT INTO k VALUES (1)")

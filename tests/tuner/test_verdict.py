@@ -10,6 +10,7 @@ import threading
 import pytest
 from optuna.trial import TrialState
 
+from pmem_advisor.errors import EnvironmentProblem
 from pmem_advisor.report.describe import verdict_line
 from pmem_advisor.tuner.evaluator import Measurement
 from pmem_advisor.tuner.results import summarize
@@ -19,6 +20,7 @@ from pmem_advisor.tuner.study import REMEASURE_ATTR, as_complete, measured
 from pmem_advisor.tuner.tuner import TuneOptions, Tuner
 from pmem_advisor.tuner.verdict import (
     EQUIVALENCE_MAX_PCT,
+    TURN_S,
     VERDICT_ATTR,
     decide,
     make_plan,
@@ -528,3 +530,73 @@ def test_a_host_that_never_calms_down_still_gets_a_verdict_that_says_so(study_fa
     assert v["disturbed_reruns"] == 2 * runs and v["cpu_steal_pct_max"] == 23.0
     assert v["decided"]
     assert "took 23-23% of the CPU during the runs kept" in v["text_full"]
+
+
+class InTurnsSynthetic(SyntheticEvaluator):
+    """Measures a round's configs side by side, as the managed evaluator does where it can
+    (``fail_first``: the first attempt finds no room for the extra copies)."""
+
+    def __init__(self, fail_first: bool = False, **kw):
+        super().__init__(**kw)
+        self.blocks: list[tuple[list, int]] = []
+        self.fail_first = fail_first
+
+    def in_turns_refusal(self, configs, turn_s):
+        return None
+
+    def evaluate_in_turns(self, configs, turn_s):
+        if self.fail_first:
+            self.fail_first = False
+            raise EnvironmentProblem("copying the golden data failed: No space left on device")
+        self.blocks.append((list(configs), turn_s))
+        return [self.evaluate(c) for c in configs]
+
+
+def test_a_round_is_measured_side_by_side_where_the_evaluator_can(study_factory, space):
+    ev = InTurnsSynthetic(seed=2, noise=0.002)
+    study = _tune(study_factory, space, ev, trials=10, seed=2)
+    v = study.user_attrs[VERDICT_ATTR]
+    assert len(ev.blocks) == v["rounds"] >= 3  # one side-by-side block per round
+    keys = [tuple(tuple(sorted(c.params.items())) for c in configs) for configs, _ in ev.blocks]
+    assert all(t == TURN_S for _, t in ev.blocks) and len(set(keys)) == 1 and len(keys[0]) == 3
+    assert len(ev.calls) == 10 + 3 * v["rounds"]  # nothing measured one by one besides
+    assert v["measured"] == {"in_turns": True, "turn_s": TURN_S, "why_not": None}
+    line = verdict_line(summarize(study))  # what every output prints
+    assert f"side by side: every config's server up at once, the workload taking {TURN_S} s " \
+        "turns while the others were paused" in line
+
+
+def test_an_evaluator_of_one_server_at_a_time_measures_one_after_another_and_says_why(
+        study_factory, space):
+    ev = SyntheticEvaluator(seed=2, noise=0.002)
+    study = _tune(study_factory, space, ev, trials=10, seed=2)
+    v = study.user_attrs[VERDICT_ATTR]
+    assert v["measured"]["in_turns"] is False
+    assert ("each round measured one config after another (this evaluator runs one server "
+            "at a time)") in verdict_line(summarize(study))
+
+
+def test_side_by_side_that_fails_to_set_up_falls_back_to_one_after_another(study_factory,
+                                                                           space):
+    ev = InTurnsSynthetic(fail_first=True, seed=2, noise=0.002)
+    study = _tune(study_factory, space, ev, trials=10, seed=2)
+    v = study.user_attrs[VERDICT_ATTR]
+    assert ev.blocks == [] and len(ev.calls) == 10 + 3 * v["rounds"]
+    assert v["measured"]["in_turns"] is False
+    assert "side by side failed: copying the golden data failed: No space left" in \
+        v["measured"]["why_not"]
+    assert "No space left on device" in verdict_line(summarize(study))
+
+
+def test_a_disturbed_side_by_side_round_is_measured_again_all_together(study_factory, space,
+                                                                      monkeypatch):
+    _steal_sequence(monkeypatch, [1.0] * 6 + [31.0, 2.0, 1.0])
+    ev = InTurnsSynthetic(seed=2, noise=0.002)
+    study = _tune(study_factory, space, ev, trials=6, repeats=3, seed=2)
+    v, rem = study.user_attrs[VERDICT_ATTR], study.user_attrs[REMEASURE_ATTR]
+    assert len(ev.blocks) == v["rounds"] + 1  # the first block twice
+    for trial in v["trials"].values():
+        first = rem[str(trial)][0]
+        assert first["round"] == 1 and first["cpu_steal_pct"] == 2.0
+        assert [d["cpu_steal_pct"] for d in first["disturbed_runs"]] == [31.0]
+    assert v["disturbed_reruns"] == 3

@@ -12,6 +12,7 @@ the defaults.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pmem_advisor.engines.tarantool.instance import TarantoolInstance
@@ -27,11 +28,13 @@ class TarantoolEvaluator(ManagedEvaluator):
     # (risky values only with --allow-unsafe); the tuned file passes the deploy gate.
     allow_unsafe = True
 
-    def _new_instance(self, config: TrialConfig) -> Any:
+    def _new_instance(self, config: TrialConfig, data_dir: Path | None = None,
+                      wal_dir: Path | None = None) -> Any:
         registry.reap_stale([])  # what a killed earlier run left (as create_instance does)
         return TarantoolInstance(
-            self.binary, self.workdir, data_dir=self.data_dir, wal_dir=self.wal_dir,
-            init_settings=dict(config.init_params), golden_dir=self.golden_dir)
+            self.binary, self.workdir, data_dir=data_dir or self.data_dir,
+            wal_dir=wal_dir or self.wal_dir, init_settings=dict(config.init_params),
+            golden_dir=self.golden_dir)
 
     def _load_config(self) -> str:
         # the load need not be durable; its arena must hold the data with room to spare

@@ -1,0 +1,137 @@
+"""Finalists measured side by side (ManagedEvaluator.evaluate_in_turns): when it may, and a real
+PostgreSQL 18 run of three configs in turns, one of them refused by the server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import psutil
+import pytest
+
+from pmem_advisor.tuner import managed
+from pmem_advisor.tuner.evaluator import TrialConfig
+from pmem_advisor.tuner.managed import ManagedEvaluator
+
+SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+
+def _evaluator(tmp_path, *, duration=28.0, limit=1 << 20, golden=True):
+    binary = SimpleNamespace(engine="postgres", flavour="postgresql", version="18.6")
+    ev = ManagedEvaluator(binary, SimpleNamespace(), scale=1, clients=1, duration=duration,
+                          data_dir=tmp_path / "data", workdir=tmp_path,
+                          cgroup=SimpleNamespace(limit_bytes=limit) if limit else None)
+    if golden:
+        ev.golden_dir.mkdir(parents=True)
+        (ev.golden_dir / "base").write_bytes(b"x" * 4096)
+    return ev
+
+
+TWO = [TrialConfig({"work_mem": 4096}), TrialConfig({"work_mem": 8192})]
+
+
+def test_side_by_side_is_allowed_with_a_budget_room_and_long_enough_runs(tmp_path):
+    assert _evaluator(tmp_path).in_turns_refusal(TWO, 4) is None
+
+
+@pytest.mark.parametrize("case,why", [
+    ("one", "one config"),
+    ("short", "runs of 6 s are shorter than two turns of 4 s"),
+    ("init", "differ in init-time settings"),
+    ("budget", "no memory budget (--memory)"),
+    ("memory", "MiB available; 2 servers of"),
+    ("golden", "no golden copy yet"),
+    ("space", "too little for 1 more copies"),
+])
+def test_side_by_side_is_refused_with_the_reason(tmp_path, monkeypatch, case, why):
+    configs = {"one": TWO[:1], "init": [TWO[0], TrialConfig({}, {"wal_segment_size": 64})]
+               }.get(case, TWO)
+    ev = _evaluator(tmp_path, duration=6.0 if case == "short" else 28.0,
+                    limit={"budget": 0, "memory": 1 << 60}.get(case, 1 << 20),
+                    golden=case != "golden")
+    if case == "space":
+        monkeypatch.setattr(managed, "SPACE_FACTOR", 1e15)
+    assert why in ev.in_turns_refusal(configs, 4)
+
+
+def test_the_base_evaluator_measures_one_server_at_a_time():
+    from tests.tuner.synthetic import SyntheticEvaluator
+
+    ev = SyntheticEvaluator()
+    assert ev.in_turns_refusal(TWO, 4) == "this evaluator runs one server at a time"
+    with pytest.raises(NotImplementedError):
+        ev.evaluate_in_turns(TWO, 4)
+
+
+# ------------------------------------------------------------------------------ a real server
+@pytest.fixture
+def shm_data():
+    d = tempfile.mkdtemp(prefix="pa-turns-", dir=SHM)
+    os.chmod(d, 0o755)  # the unprivileged server user must reach the data directory
+    yield Path(d) / "data"
+    subprocess.run(["rm", "-rf", d], check=False)
+
+
+def _postmasters(data: Path) -> list[psutil.Process]:
+    return [p for p in psutil.process_iter(["cmdline"])
+            if str(data) in (p.info["cmdline"] or [])]
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_three_configs_in_turns_on_postgres_one_refused(shm_data):
+    from pmem_advisor.engines.api import EvalRequest
+    from pmem_advisor.engines.registry import get_engine
+    from pmem_advisor.instances.cgroup import CgroupUnavailable, MemoryCgroup
+    from pmem_advisor.workloads.registry import get_workload
+
+    engine = get_engine("postgres")
+    binary = engine.find_binary(None, None)
+    try:
+        group = MemoryCgroup.create(f"test-turns-{os.getpid()}", 1 << 30)
+    except CgroupUnavailable as e:
+        pytest.skip(f"no memory cgroup can be made here: {e}")
+    ev = engine.evaluator(EvalRequest(
+        binary, get_workload("pgbench-tpcb"), scale=2, clients=2, duration=8, warmup=1,
+        data_dir=shm_data, wal_dir=None, workdir=None, catalog=engine.catalog(
+            binary.flavour, binary.version), cgroup=group))
+    seen: dict[str, set[str]] = {}
+
+    def on_phase(name, expected_s, then):
+        if name == "turn 1 of 2: config 2":  # config 1's server is on the user's directory
+            procs = [q for p in _postmasters(shm_data) for q in [p, *p.children()]]
+            deadline = time.monotonic() + 5  # SIGSTOP is delivered, not waited for
+            while time.monotonic() < deadline:
+                seen["config 1"] = {q.status() for q in procs}
+                if seen["config 1"] == {psutil.STATUS_STOPPED}:
+                    break
+                time.sleep(0.05)
+
+    ev.on_phase = on_phase
+    try:
+        assert ev.evaluate(TrialConfig()).ok  # a trial: the golden copy exists from here on
+        # wal_level minimal with the default max_wal_senders: PostgreSQL refuses to start
+        configs = [TrialConfig({"work_mem": 4096}), TrialConfig({"work_mem": 8192}),
+                   TrialConfig({"wal_level": "minimal"})]
+        assert ev.in_turns_refusal(configs, 4) is None
+        ms = ev.evaluate_in_turns(configs, 4)
+        assert [m.ok for m in ms] == [True, True, False]
+        assert "wal_level" in ms[2].failure or "max_wal_senders" in ms[2].failure
+        for m in ms[:2]:
+            assert m.throughput_tps > 0 and m.duration_s >= 7
+            assert m.raw["turns"] == 2 and m.raw["turn_s"] == 4 and m.raw["side_by_side"] == 3
+            assert len(m.raw["turn_tps"]) == 2
+        assert seen["config 1"] == {psutil.STATUS_STOPPED}  # paused while config 2 ran
+        # nothing of the side-by-side block is left: servers, directories, memory cgroups
+        assert not _postmasters(shm_data)
+        assert not [p for p in shm_data.parent.iterdir() if p.name.startswith(".pmem-advisor")]
+        assert not list(group.path.parent.glob(f"pmem-advisor-turn*-{os.getpid()}"))
+        assert ev.evaluate(TrialConfig({"work_mem": 2048})).ok  # the evaluator goes on
+    finally:
+        ev.close()
+        group.remove()
+    assert not _postmasters(shm_data)
