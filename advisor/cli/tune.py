@@ -56,7 +56,8 @@ def tune(
     out: str = typer.Option("tune-out", "--out", help="Output directory."),
     knob: list[str] = typer.Option([], "--knob", help="Also tune this knob (repeatable)."),
     repeats: int = typer.Option(
-        8, "--repeats", help="Most interleaved rounds of the final re-measurement."),
+        8, "--repeats", help="Most interleaved rounds of the final re-measurement (each "
+        "round side by side in 4 s turns where the server can)."),
     offline: bool = typer.Option(False, "--offline",
                                  help="Embed plotly in report.html (no file beside it)."),
     heartbeat: int = typer.Option(10, "--heartbeat", help="Worker heartbeat seconds.",

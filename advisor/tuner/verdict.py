@@ -84,10 +84,13 @@ DEFAULT_MAX_ROUNDS = 8
 # The finalists of a round run side by side, taking turns of this many seconds (the others
 # paused), where the evaluator can: a noisy host's slow swings (levels up to a quarter apart
 # for 10-40 s on the 2-CPU VMs here) then fall on every config of the round alike, as in
-# randomized multiple interleaved trials (Abedi & Brecht, ICPE 2017). Two live PostgreSQL 18
-# servers of one config, pgbench tpcb 4 clients, 28 s each per round (6 rounds, 2026-11-28):
-# the per-round log ratio was spread 9.3% run one after the other, 3.8% in 4 s turns
-# (benchmarks/data/noise/turns.json).
+# randomized multiple interleaved trials (Abedi & Brecht, ICPE 2017). The demo's run (PostgreSQL
+# 18 on /dev/shm, pgbench tpcb 4 clients, 28 s per config and round), two runs of one config
+# per round through this evaluator, 6 rounds each way (benchmarks/data/noise/demo-turns.json):
+# their per-round log ratio, what the paired test sees, was spread 5.1% one after the other and
+# 1.9% in 4 s turns, in the same wall time (63 and 65 s a pair). Pausing matters: in scratch
+# runs of two live servers, 4 s turns with the idle one left running were spread 3.8%, paused
+# 2.0% (2 s turns 1.4%, at twice the load generator's starts).
 TURN_S = 4
 VERDICT_ROLE = "verdict"
 VERDICT_ATTR = "pmem_advisor.verdict"
