@@ -119,7 +119,7 @@ def test_three_configs_in_turns_one_refused(shm_data, engine_name):
     except CgroupUnavailable as e:
         pytest.skip(f"no memory cgroup can be made here: {e}")
     ev = engine.evaluator(EvalRequest(
-        binary, engine.workload(workload_name), scale=1, clients=2, duration=8, warmup=1,
+        binary, engine.workload(workload_name), scale=1, clients=2, duration=4, warmup=1,
         data_dir=shm_data, wal_dir=None, workdir=None, catalog=engine.catalog(
             binary.flavour, binary.version), cgroup=group))
     seen: dict[str, set[str]] = {}
@@ -138,13 +138,13 @@ def test_three_configs_in_turns_one_refused(shm_data, engine_name):
     try:
         assert ev.evaluate(TrialConfig()).ok  # a trial: the golden copy exists from here on
         configs = [TrialConfig(p) for p in params]
-        assert ev.in_turns_refusal(configs, 4) is None
-        ms = ev.evaluate_in_turns(configs, 4)
+        assert ev.in_turns_refusal(configs, 2) is None
+        ms = ev.evaluate_in_turns(configs, 2)  # two turns of 2 s: as the demo's 7 of 4 s
         assert [m.ok for m in ms] == [True, True, False], [m.failure for m in ms]
         assert any(w.lower() in ms[2].failure.lower() for w in words), ms[2].failure
         for m in ms[:2]:
-            assert m.throughput_tps > 0 and m.duration_s >= 7
-            assert m.raw["turns"] == 2 and m.raw["turn_s"] == 4 and m.raw["side_by_side"] == 3
+            assert m.throughput_tps > 0 and m.duration_s >= 3
+            assert m.raw["turns"] == 2 and m.raw["turn_s"] == 2 and m.raw["side_by_side"] == 3
             assert len(m.raw["turn_tps"]) == 2
         assert seen["config 1"] == {psutil.STATUS_STOPPED}  # paused while config 2 ran
         # nothing of the side-by-side block is left: servers, directories, memory cgroups
