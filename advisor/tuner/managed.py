@@ -224,11 +224,9 @@ class ManagedEvaluator(Evaluator):
         except CapabilityMissing:
             raise
         except AdvisorError as e:
-            alive = inst.is_running()
-            tail = "" if alive else inst.log_tail(LOG_LINES)
-            what = "workload failed" if alive else "server crashed"
+            failure = _run_failure(inst, e)
             self._stop(inst)
-            return Measurement(ok=False, failure=f"{what}: {_reason(e, tail)}")
+            return Measurement(ok=False, failure=failure)
         if not inst.is_running():
             tail = inst.log_tail(LOG_LINES)
             self._drop_instance()
@@ -342,12 +340,10 @@ class ManagedEvaluator(Evaluator):
         except CapabilityMissing:
             raise
         except AdvisorError as e:
-            alive = inst.is_running()
-            tail = "" if alive else inst.log_tail(LOG_LINES)
-            what = "workload failed" if alive else "server crashed"
-            if alive:
+            failure = _run_failure(inst, e)
+            if inst.is_running():
                 inst.stop()
-            return {k: f"{what}: {_reason(e, tail)}"}
+            return {k: failure}
         if not inst.is_running():
             return {k: f"server crashed: {_reason(Exception(''), inst.log_tail(LOG_LINES))}"}
         inst.pause()
@@ -448,6 +444,13 @@ class _Scratch:
         from pmem_advisor.instances import registry
 
         registry.release_scratch(self.record)
+
+
+def _run_failure(inst: Any, e: Exception) -> str:
+    """Why a run failed: the workload's error, or the server's crash with its log's reason."""
+    if inst.is_running():
+        return f"workload failed: {_reason(e)}"
+    return f"server crashed: {_reason(e, inst.log_tail(LOG_LINES))}"
 
 
 def _turns_measurement(results: list[Any], turn_s: int, side_by_side: int) -> Measurement:

@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from pmem_advisor.tuner.space import build_space
@@ -31,3 +36,14 @@ def study_factory(tmp_path):
         return open_study(storage, name, meta or META, space, resume=resume, sampler=sampler)
 
     return make
+
+
+@pytest.fixture
+def shm_dir():
+    """A data directory on /dev/shm (tmpfs, the stand-in for PMEM) not yet made, in a new
+    directory the unprivileged server user can reach; removed afterwards."""
+    d = tempfile.mkdtemp(prefix="pa-tune-", dir="/dev/shm" if os.path.isdir("/dev/shm")
+                         else None)
+    os.chmod(d, 0o755)
+    yield Path(d) / "data"
+    subprocess.run(["rm", "-rf", d], check=False)

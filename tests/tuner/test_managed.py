@@ -9,7 +9,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import closing
 from pathlib import Path
@@ -23,16 +22,6 @@ from pmem_advisor.tuner.verdict import is_verdict
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.server
-SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
-
-
-@pytest.fixture
-def shm_dir():
-    d = tempfile.mkdtemp(prefix="pa-tune-", dir=SHM)
-    os.chmod(d, 0o755)  # the unprivileged server user must reach the data directory
-    yield Path(d) / "data"
-    subprocess.run(["rm", "-rf", d], check=False)
-
 
 def servers_using(path: Path) -> list[int]:
     """Processes whose command line names ``path`` (a managed server left running)."""

@@ -4,8 +4,6 @@ PostgreSQL 18 run of three configs in turns, one of them refused by the server."
 from __future__ import annotations
 
 import os
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,8 +14,6 @@ import pytest
 from pmem_advisor.tuner import managed
 from pmem_advisor.tuner.evaluator import TrialConfig
 from pmem_advisor.tuner.managed import ManagedEvaluator
-
-SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
 def _evaluator(tmp_path, *, duration=28.0, limit=1 << 20, golden=True):
@@ -68,14 +64,6 @@ def test_the_base_evaluator_measures_one_server_at_a_time():
 
 
 # ------------------------------------------------------------------------------ a real server
-@pytest.fixture
-def shm_data():
-    d = tempfile.mkdtemp(prefix="pa-turns-", dir=SHM)
-    os.chmod(d, 0o755)  # the unprivileged server user must reach the data directory
-    yield Path(d) / "data"
-    subprocess.run(["rm", "-rf", d], check=False)
-
-
 def _postmasters(data: Path) -> list[psutil.Process]:
     """The server on ``data`` (postgres -D DIR, mariadbd --datadir=DIR)."""
     d = str(data)
@@ -103,7 +91,7 @@ def _family(data: Path) -> list[psutil.Process]:
 @pytest.mark.server
 @pytest.mark.slow
 @pytest.mark.parametrize("engine_name", sorted(ENGINES))
-def test_three_configs_in_turns_one_refused(shm_data, engine_name):
+def test_three_configs_in_turns_one_refused(shm_dir, engine_name):
     from pmem_advisor.engines.api import EvalRequest
     from pmem_advisor.engines.registry import get_engine
     from pmem_advisor.instances.cgroup import CgroupUnavailable, MemoryCgroup
@@ -120,13 +108,13 @@ def test_three_configs_in_turns_one_refused(shm_data, engine_name):
         pytest.skip(f"no memory cgroup can be made here: {e}")
     ev = engine.evaluator(EvalRequest(
         binary, engine.workload(workload_name), scale=1, clients=2, duration=4, warmup=1,
-        data_dir=shm_data, wal_dir=None, workdir=None, catalog=engine.catalog(
+        data_dir=shm_dir, wal_dir=None, workdir=None, catalog=engine.catalog(
             binary.flavour, binary.version), cgroup=group))
     seen: dict[str, set[str]] = {}
 
     def on_phase(name, expected_s, then):
         if name == "turn 1 of 2: config 2":  # config 1's server is on the user's directory
-            procs = _family(shm_data)
+            procs = _family(shm_dir)
             deadline = time.monotonic() + 5  # SIGSTOP is delivered, not waited for
             while time.monotonic() < deadline:
                 seen["config 1"] = {q.status() for q in procs}
@@ -148,11 +136,11 @@ def test_three_configs_in_turns_one_refused(shm_data, engine_name):
             assert len(m.raw["turn_tps"]) == 2
         assert seen["config 1"] == {psutil.STATUS_STOPPED}  # paused while config 2 ran
         # nothing of the side-by-side block is left: servers, directories, memory cgroups
-        assert not _postmasters(shm_data)
-        assert not [p for p in shm_data.parent.iterdir() if p.name.startswith(".pmem-advisor")]
+        assert not _postmasters(shm_dir)
+        assert not [p for p in shm_dir.parent.iterdir() if p.name.startswith(".pmem-advisor")]
         assert not list(group.path.parent.glob(f"pmem-advisor-turn*-{os.getpid()}"))
         assert ev.evaluate(TrialConfig(params[0])).ok  # the evaluator goes on
     finally:
         ev.close()
         group.remove()
-    assert not _postmasters(shm_data)
+    assert not _postmasters(shm_dir)
