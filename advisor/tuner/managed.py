@@ -355,6 +355,7 @@ class ManagedEvaluator(Evaluator):
                        ) -> Any:
         """A server for config ``k`` on fresh directories beside the user's, restored from
         the golden copy; its own memory cgroup of the budget's size."""
+        from pmem_advisor.fileio import held_dir, make_temp_dir, remove_tree
         from pmem_advisor.instances.cgroup import MemoryCgroup
 
         made: list[Path] = []
@@ -362,19 +363,21 @@ class ManagedEvaluator(Evaluator):
         def beside(given: str | Path | None, what: str) -> Path | None:
             if not given:
                 return None
-            # mkdtemp: a new name of ours (O_EXCL), even in a directory others can write
-            d = Path(tempfile.mkdtemp(prefix=f".pmem-advisor-turn{k}-",
-                                      dir=Path(os.path.realpath(given)).parent))
-            os.chmod(d, 0o711)  # the server user passes through; nobody lists or writes
-            made.append(d)
-            return d / what
+            # a new name of ours made by descriptor, even in a directory others can write;
+            # 0711: the server user passes through, nobody lists or writes
+            parent = Path(os.path.realpath(given)).parent
+            with held_dir(parent) as pfd:
+                fd, name = make_temp_dir(pfd, f".pmem-advisor-turn{k}-", 0o711)
+                os.close(fd)
+            made.append(parent / name)
+            return parent / name / what
 
         try:
             inst = self._new_instance(config, data_dir=beside(self.data_dir, "data"),
                                       wal_dir=beside(self.wal_dir, "wal"))
         except BaseException:
             for d in made:
-                shutil.rmtree(d, ignore_errors=True)
+                remove_tree(d)
             raise
         extras.append((inst, None))  # destroyed by the caller whatever happens next
         for d in made:
