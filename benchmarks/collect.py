@@ -312,23 +312,30 @@ def collect(ctx: CollectContext, data_dir: Path, *, minutes: float | None = None
                        loadavg_end=[round(x, 2) for x in os.getloadavg()])
             prov["rows"] = len(rows)
             prov["screen"] = screen_verdict(rows, scn.repeats)[1]
-            prov["machine_load"] = load_note(rows)
+            prov["machine_load"] = load_note(rows, scn.clients)
             dataset.write_json(prov_path, prov)
     return added
 
 
-def load_note(rows: list[dict[str, Any]]) -> str | None:
+def load_note(rows: list[dict[str, Any]], clients: int) -> str | None:
     """What the machine's load was while the rows were measured, in words: other work on a
-    shared machine is part of the noise, and the provenance says so."""
+    shared machine is part of the noise, and the provenance says so. The benchmark itself
+    keeps up to two threads per client runnable (the client's and the server's thread or
+    process for its connection), so only a load above that says other work ran; the rows'
+    CPU steal says what the hypervisor's other guests took."""
     loads = [r["loadavg_before"][0] for r in rows if r.get("loadavg_before")]
     if not loads:
         return None
     cores = os.cpu_count() or 1
+    own = 2 * clients
     text = f"1-minute load average {min(loads):.1f}-{max(loads):.1f} on {cores} cores"
-    if max(loads) > 2 * cores:
-        text += (" while the rows ran: the machine was busy with other work (the benchmark's "
-                 "own clients and server account for about the core count), so much of the "
-                 "spread is other tenants'")
+    if max(loads) > own + cores:
+        text += (f" while the rows ran, above the {own} runnable threads the benchmark's own "
+                 f"{clients} clients and their server connections account for: other work ran "
+                 "on the machine, and part of the spread is its")
+    else:
+        text += (f", within what the benchmark's own {clients} clients and their server "
+                 f"connections account for (up to {own} runnable threads)")
     return text
 
 

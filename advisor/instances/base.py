@@ -42,6 +42,9 @@ from pmem_advisor.instances.trust import trusted_dir
 MARKER = registry.MARKER  # names the owning instance inside every directory it may remove
 DB_NAME = "bench"  # the database every instance provides for workloads
 _MAX_SOCKET_DIR = 80  # unix socket paths are limited to 107 bytes
+# An interrupted init tool gets this long to exit on SIGTERM before its group is SIGKILLed:
+# initdb's single-user postgres exits in well under a second once signalled.
+TOOL_GRACE_S = 10.0
 _DISK_FULL = re.compile(r"No space left on device|error 28\b|out of disk space|ENOSPC", re.I)
 
 
@@ -322,11 +325,11 @@ class Instance(ABC):
             try:
                 returncode = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired as e:
-                _kill_group(proc)
+                _end_group(proc)
                 raise ServerError(f"{what} timed out after {timeout:.0f} s",
                                   log_tail=self.log_tail()) from e
             except BaseException:  # Ctrl-C, SIGTERM: nothing of the tool may run on
-                _kill_group(proc)
+                _end_group(proc)
                 raise
         text = self._log_since(start)
         if returncode != 0:
@@ -624,6 +627,37 @@ class Instance(ABC):
             if m:
                 return " ".join(m.group(0).split())
         return None
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    """End a tool's whole process group: SIGTERM first, SIGKILL what is left after
+    ``TOOL_GRACE_S``.
+
+    The polite signal matters: initdb runs PostgreSQL in single-user mode, and a postgres
+    killed by SIGKILL leaves its dynamic shared memory segments in /dev/shm (only a clean
+    exit removes them), while SIGTERM makes it exit through its own cleanup."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if _group_gone(proc, TOOL_GRACE_S):
+        return
+    _kill_group(proc)
+
+
+def _group_gone(proc: subprocess.Popen, within_s: float) -> bool:
+    """Whether the tool and every member of its process group exited within ``within_s``."""
+    end = time.monotonic() + within_s
+    while True:
+        proc.poll()  # reap the leader, so that its group can empty
+        try:
+            os.killpg(proc.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            if proc.poll() is not None:
+                return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.05)
 
 
 def _kill_group(proc: subprocess.Popen, deadline_s: float = 30.0) -> None:

@@ -8,6 +8,7 @@ import os
 import signal
 import stat
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -224,6 +225,51 @@ def test_killed_postgres_leaves_no_shared_memory(then):
     assert not any(os.path.exists(s) for s in segments)
 
 
+@pytest.mark.parametrize("server", ["pg-debian", "pg-embedded"])
+def test_initdb_interrupted_in_single_user_mode_leaves_no_shared_memory(server, shm_dir,
+                                                                         monkeypatch):
+    """Ctrl-C while initdb runs PostgreSQL in single-user mode (the phase after bootstrap):
+    that postgres created dynamic shared memory segments, which only its own exit removes,
+    so SIGKILL would leave them in /dev/shm for good."""
+    import subprocess as sp
+
+    binary = find_server(server)
+    with create_instance(binary, data_dir=shm_dir / f"initdb-int-{server}") as inst:
+        uid = inst.user.uid
+        before = {p.name for p in Path("/dev/shm").glob("PostgreSQL.*")}
+        real_wait = sp.Popen.wait
+
+        def single_user_running(initdb: sp.Popen) -> bool:  # in initdb's process group
+            for p in psutil.process_iter(["cmdline"]):
+                try:
+                    if "--single" in (p.info["cmdline"] or []) and \
+                            os.getpgid(p.pid) == initdb.pid:
+                        return True
+                except OSError:
+                    continue
+            return False
+
+        def interrupted(self, timeout=None):
+            if timeout is not None:  # initdb's wait: interrupt once single-user mode runs
+                end = time.monotonic() + 120
+                while time.monotonic() < end:
+                    if self.poll() is not None:
+                        pytest.skip("initdb finished before its single-user phase was seen")
+                    if single_user_running(self):
+                        raise KeyboardInterrupt
+                    time.sleep(0.01)
+                pytest.fail("initdb never reached single-user mode")
+            return real_wait(self, timeout)
+
+        monkeypatch.setattr(sp.Popen, "wait", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            inst.initialize()
+        monkeypatch.undo()
+        left = [p for p in Path("/dev/shm").glob("PostgreSQL.*")
+                if p.name not in before and p.stat().st_uid == uid]
+        assert not left, f"initdb's single-user postgres left {left}"
+
+
 class _Killed(BaseException):
     """Stands for a SIGKILL: nothing after it runs (no except Exception catches it)."""
 
@@ -281,6 +327,43 @@ def test_emptying_removes_the_marker_last(tmp_path, monkeypatch):
     registry.empty_dir(d)
     assert order[-1] == registry.MARKER and sorted(order) == sorted(["a", "b", "c",
                                                                       registry.MARKER])
+
+
+@pytest.mark.parametrize("trap", ["exit", "ignore"])
+def test_an_interrupted_init_tool_is_asked_to_end_before_it_is_killed(shm_dir, monkeypatch,
+                                                                      trap):
+    """initdb's single-user postgres removes its shared memory segments only when it exits on
+    its own: the tool's group gets SIGTERM first, and SIGKILL only after the grace period."""
+    import subprocess as sp
+
+    import pmem_advisor.instances.base as base
+
+    monkeypatch.setattr(base, "TOOL_GRACE_S", 1.0)
+    with create_instance(find_server("pg-debian"), data_dir=shm_dir / "tool-term") as inst:
+        ready, got = inst.home / "ready", inst.home / "got-term"
+        on_term = f"echo TERM > {got}; exit 0" if trap == "exit" else f"echo TERM > {got}"
+        script = (f"trap '{on_term}' TERM; echo up > {ready}; "
+                  "while true; do sleep 0.05; done")
+        real_wait = sp.Popen.wait
+
+        def interrupted(self, timeout=None):
+            if timeout is not None:
+                end = time.monotonic() + 60
+                while not ready.exists() and time.monotonic() < end:
+                    time.sleep(0.05)
+                raise KeyboardInterrupt
+            return real_wait(self, timeout)
+
+        monkeypatch.setattr(sp.Popen, "wait", interrupted)
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            inst.run_tool(["sh", "-c", script], "test tool")
+        monkeypatch.undo()
+        assert got.read_text() == "TERM\n"  # it was asked first
+        if trap == "ignore":  # it carried on: killed once the grace period was over
+            assert time.monotonic() - started >= 1.0
+        assert not [p for p in psutil.process_iter(["cmdline"])
+                    if p.info["cmdline"] and str(ready) in " ".join(p.info["cmdline"])]
 
 
 def test_an_interrupted_init_tool_leaves_no_process_of_it(shm_dir, monkeypatch):
