@@ -63,7 +63,12 @@ class Scenario:
                 f"{self.clients} clients, data on {where}, memory budget {self.memory_budget}")
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """The scenario as a dataset's provenance records it: what ``validate`` reads back
+        (an unwritten seed_direction is left out, as in the YAML: the schema wants a text)."""
+        out = dict(self.__dict__)
+        if not out["seed_direction"]:
+            del out["seed_direction"]
+        return out
 
 
 def _schema() -> dict[str, Any]:

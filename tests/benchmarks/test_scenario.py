@@ -21,6 +21,13 @@ def test_every_shipped_scenario_is_valid_and_named_after_its_file():
         assert s.memory_bytes >= 256 << 20
 
 
+def test_a_scenario_as_recorded_in_a_provenance_reads_back():
+    """The collector stores ``to_dict()``; the bench validates it again to ask today's rules
+    (an unwritten seed_direction once failed that, and the bench fell back silently)."""
+    for s in scenario.load_all().values():
+        assert scenario.validate(s.to_dict()) == s
+
+
 @pytest.mark.parametrize("change, where", [
     ({"medium": "nvme"}, "medium"),
     ({"clients": 0}, "clients"),
