@@ -640,9 +640,12 @@ def _end_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
         pass
-    if _group_gone(proc, TOOL_GRACE_S):
-        return
-    _kill_group(proc)
+    gone = False
+    try:
+        gone = _group_gone(proc, TOOL_GRACE_S)
+    finally:  # a second Ctrl-C during the grace period must not leave the tool running
+        if not gone:
+            _kill_group(proc)
 
 
 def _group_gone(proc: subprocess.Popen, within_s: float) -> bool:
@@ -667,10 +670,4 @@ def _kill_group(proc: subprocess.Popen, deadline_s: float = 30.0) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        try:
-            os.killpg(proc.pid, 0)  # members left (they were killed: they are exiting)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.05)
+    _group_gone(proc, deadline_s)  # members left were killed: they are exiting
