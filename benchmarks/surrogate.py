@@ -3,7 +3,9 @@ et al., PVLDB 2022): many optimisers x budgets x seeds compared in minutes inste
 
 - Features: each knob of the collected (no-rules) space as its position in [0, 1] of its range
   (``transfer.to_unit``: log ranges in log space, choices by index); a knob a config does not
-  set is at its default.
+  set is at its default. A measured value outside the range keeps its own position beyond
+  [0, 1]: the rules' 64 MB log buffer clipped onto the 2-16 MB range's edge made every rules
+  row say how fast 16 MB is, and the real server runs 64 MB 13.6% slower than 2 MB (p 0.011).
 - Model: random forest or gradient boosting, whichever predicts held-out folds better
   (K-fold cross-validation); R^2 and Spearman's rank correlation on the held-out predictions
   are printed, and a scenario whose surrogate falls under ``MIN_SPEARMAN``/``MIN_R2`` is refused.
@@ -58,7 +60,7 @@ class Knob:
 
 
 def features(knobs: list[Knob], params: dict[str, Any]) -> list[float]:
-    return [to_unit(k, params.get(k.name)) for k in knobs]
+    return [to_unit(k, params.get(k.name), clip=False) for k in knobs]
 
 
 def spearman(a: list[float], b: list[float]) -> float:

@@ -34,9 +34,12 @@ SOBOL_SEED = 7
 
 
 # ------------------------------------------------------------------ unit positions
-def to_unit(knob: Any, value: Any) -> float:
+def to_unit(knob: Any, value: Any, *, clip: bool = True) -> float:
     """Position of ``value`` in [0, 1] of ``knob``'s range (a tuner ``SpaceKnob`` or anything
-    with low/high/log/choices/default); clipped; choices by index."""
+    with low/high/log/choices/default); choices by index. Clipped unless ``clip`` is False:
+    a measured value outside the searched range (the rules' 64 MB log buffer in a 2-16 MB
+    range) then keeps its own position (1.67) instead of being taken for the edge's value,
+    whose measurements it would otherwise stand for."""
     if value is None:
         value = getattr(knob, "default", None)
     choices = getattr(knob, "choices", None)
@@ -49,7 +52,8 @@ def to_unit(knob: Any, value: Any) -> float:
         x = float(value)
     except (TypeError, ValueError):
         x = (lo + hi) / 2
-    return min(max(unit_of(x, lo, hi, bool(getattr(knob, "log", False))), 0.0), 1.0)
+    u = unit_of(x, lo, hi, bool(getattr(knob, "log", False)))
+    return min(max(u, 0.0), 1.0) if clip else u
 
 
 def from_unit(knob: Any, u: float) -> Any:
@@ -128,7 +132,7 @@ def read_source(rows_file: Path) -> Source | None:
         if r.get("kind") in ("ceiling", "repeat-ceiling"):
             continue  # durability off is outside every safe space
         params = r.get("params") or {}
-        src.points.append({d.name: to_unit(d, params.get(d.name)) for d in dims})
+        src.points.append({d.name: to_unit(d, params.get(d.name), clip=False) for d in dims})
         src.speedups.append(_tps(r) / base)
     return src if len(src.points) >= MIN_SOURCE_ROWS else None
 

@@ -80,3 +80,21 @@ def test_warm_starts_are_ranked_as_the_clipped_points_they_become():
     warm = learnt.warm_starts(1, bounds={"x": [1, 30]})
     assert warm[0]["x"] <= 30
     assert warm[0]["y"] > 70  # before: a clipped x = 30 with y < 2, predicted 0.52
+
+
+def test_a_source_row_beyond_the_range_keeps_its_own_position(shipped, tmp_path):
+    """Candidates are clipped into the space; measured rows are not (a rules value beyond the
+    searched range would otherwise stand for the edge's)."""
+    import json
+    import shutil
+
+    for suffix in (".jsonl", ".provenance.json"):
+        shutil.copy(shipped / f"pg-b{suffix}", tmp_path / f"pg-b{suffix}")
+    rows = tmp_path / "pg-b.jsonl"
+    high = json.loads(rows.read_text().splitlines()[-1])
+    high.update(kind="rules", params={**high.get("params", {}), "y": 400.0})
+    rows.write_text(rows.read_text() + json.dumps(high) + "\n")
+    src = transfer.read_source(rows)
+    assert transfer.to_unit(KNOBS[1], 400.0) == 1.0  # a candidate is held in the space
+    assert src.points[-1]["y"] == pytest.approx(transfer.to_unit(KNOBS[1], 400.0, clip=False))
+    assert src.points[-1]["y"] > 1.0
