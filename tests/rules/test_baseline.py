@@ -83,3 +83,17 @@ def test_mysql_io_capacity_max_never_below_the_servers_own_floor():
     nvme = build_facts(make_profile({"preset": "ssd", "mounts": {"/data": {"medium": "nvme"}}}),
                        engine="mysql", flavour="mysql", version="8.0.36", data_dir="/data/db")
     assert mysql.io(nvme)["innodb_io_capacity_max"] == 20000
+
+
+def test_mysql_io_capacity_takes_the_mediums_figure_and_a_measurement_only_caps_it():
+    # A measured figure is the device's peak at depth 32, not the flushing a workload needs:
+    # half of 75,483 IOPS (20,000 / 40,000) ran MariaDB write-only 24% slower than 2,000 / 4,000.
+    def at(write_iops):
+        prof = make_profile({"preset": "ssd", "mounts": {"/data": {
+            "medium": "ssd", "measured": {"write_iops": write_iops}}}})
+        return mysql.io(build_facts(prof, engine="mysql", flavour="mariadb", version="10.11",
+                                    data_dir="/data/db"))
+    fast = at(75483)
+    assert (fast["innodb_io_capacity"], fast["innodb_io_capacity_max"]) == (2000, 4000)
+    slow = at(1200)  # a device slower than the medium's figure: half of what it sustains
+    assert (slow["innodb_io_capacity"], slow["innodb_io_capacity_max"]) == (600, 2000)
