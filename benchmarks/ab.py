@@ -1,0 +1,162 @@
+"""Ask the real server one question: is a change to a config faster, slower, or neither?
+
+A surrogate can credit a region that one lucky row made up; before a rule moves on the
+surrogate's word, the real server of the scenario measures the config without and with the
+change, interleaved and rotated round by round (``validate.measure_interleaved``), and the
+tuner's own paired test on the per-round ratios decides (``tuner.stats.compare_paired``).
+
+    python -m benchmarks.ab mariadb1011-oltp-write-only-disk \\
+        --set innodb_io_capacity=2000,innodb_io_capacity_max=4000 --rounds 4
+
+The base is today's rules for the scenario (``--base rules``: what ``tune`` would start from)
+or the dataset's measured rules config (``--base dataset``); ``--base-set`` changes the base
+first (to ask about a config the rules no longer give). Sizes take units (``2M``). It takes
+2 x rounds real runs (about 45 s each on the MariaDB scenarios): run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks import dataset, surrogate
+from benchmarks.validate import Candidate, measure_interleaved
+from pmem_advisor.tuner.evaluator import Evaluator, TrialConfig
+
+ALPHA = 0.05
+MIN_ROUNDS = 3  # a paired t-test on two rounds has one degree of freedom: it says nothing
+
+
+def parse_settings(text: str) -> dict[str, Any]:
+    """``k=v,k=v``: integers, sizes with a unit (2M, 1G), true/false, else the text."""
+    from pmem_advisor.errors import UsageError
+    from pmem_advisor.knobs.units import parse_bytes
+
+    out: dict[str, Any] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise UsageError(f"not a setting: {part!r} (expected name=value)")
+        name, value = name.strip(), value.strip()
+        if value.lower() in ("true", "false"):
+            out[name] = value.lower() == "true"
+        elif value.lstrip("-").isdigit():
+            out[name] = int(value)
+        elif value[:1].isdigit():
+            try:
+                out[name] = parse_bytes(value, name)
+            except Exception:  # noqa: BLE001 - not a size: a word like O_DIRECT with digits
+                out[name] = value
+        else:
+            out[name] = value
+    return out
+
+
+def ab(evaluator: Evaluator, base: TrialConfig, change: dict[str, Any], rounds: int, *,
+       log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """The base and the base with ``change``, interleaved over ``rounds``; the changed config
+    against the base, paired by round."""
+    from pmem_advisor.tuner.stats import compare_paired
+
+    changed = TrialConfig(params={**base.params, **change}, init_params=dict(base.init_params))
+    cands = [Candidate(base, ["base"]), Candidate(changed, ["changed"])]
+    measure_interleaved(evaluator, cands, rounds, log=log)
+    verdict = compare_paired(cands[1].runs, cands[0].runs, alpha=ALPHA)
+    return {"change": change, "rounds": rounds, "base": base.params,
+            "runs": {c.arms[0]: c.runs for c in cands},
+            "failures": {c.arms[0]: c.failures for c in cands}, "verdict": verdict}
+
+
+def summary(result: dict[str, Any]) -> str:
+    v = result["verdict"]
+    change = ", ".join(f"{k}={val}" for k, val in result["change"].items())
+    if v.get("gain_pct") is None or v.get("ci_low_pct") is None:
+        return f"{change}: too few paired rounds to compare ({v.get('decision')})"
+    said = {"better": "faster", "worse": "slower"}.get(v["decision"], "no significant difference")
+    return (f"{change}: {v['gain_pct']:+.1f}% [{v['ci_low_pct']:+.1f}%, {v['ci_high_pct']:+.1f}%]"
+            f", p {v['p_value']:.3g} over {result['rounds']} interleaved rounds: {said}")
+
+
+def base_config(data: surrogate.ScenarioData, which: str) -> TrialConfig:
+    from pmem_advisor.errors import UsageError
+
+    from .run import current_rules
+
+    if which == "dataset":
+        config = data.fixed_config("rules")
+        if config is None:
+            raise UsageError(f"{data.name}: the dataset has no measured rules config")
+        return config
+    now = current_rules(data.provenance.get("scenario") or {})
+    if now is None:
+        raise UsageError(f"{data.name}: today's rules cannot be computed here (its path or "
+                         "server catalog is missing); --base dataset uses the measured ones")
+    return TrialConfig(params=dict(now["params"]), init_params=dict(now["init_params"]))
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.ab", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("scenario", help="a scenario name (benchmarks/scenarios/NAME.yaml)")
+    p.add_argument("--set", dest="change", required=True, metavar="K=V[,K=V]",
+                   help="the change to measure")
+    p.add_argument("--base", choices=("rules", "dataset"), default="rules")
+    p.add_argument("--base-set", default="", metavar="K=V[,K=V]")
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--data-dir", default=str(dataset.DATA_DIR))
+    p.add_argument("--out", help="write the runs and the verdict as JSON here")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks import collect
+    from benchmarks import scenario as scenarios
+    from pmem_advisor.errors import EXIT_INTERNAL, AdvisorError, Interrupted, UsageError
+
+    args = parse_args(argv)
+    try:
+        if args.rounds < MIN_ROUNDS:
+            raise UsageError(f"--rounds must be >= {MIN_ROUNDS} (a paired test on fewer "
+                             "rounds says nothing on a noisy machine)")
+        change = parse_settings(args.change)
+        data = surrogate.load_scenario(args.scenario, Path(args.data_dir))
+        base = base_config(data, args.base)
+        if args.base_set:
+            base = TrialConfig(params={**base.params, **parse_settings(args.base_set)},
+                               init_params=dict(base.init_params))
+        ctx = collect.open_real(scenarios.get(args.scenario),
+                                log=lambda s: print(s, file=sys.stderr, flush=True))
+        try:
+            out = ab(ctx.evaluator, base, change, args.rounds,
+                     log=lambda s: print(s, file=sys.stderr, flush=True))
+        finally:
+            ctx.close()
+    except AdvisorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except OSError as exc:  # a dataset that is not there
+        print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
+              file=sys.stderr)
+        return UsageError.exit_code
+    except (Interrupted, KeyboardInterrupt):
+        print("interrupted: nothing is written", file=sys.stderr)
+        return Interrupted.exit_code
+    except Exception as exc:  # a bug: one line, and the exit code says so
+        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+    if ctx.scenario.emulated_pmem:  # the caveat reaches every output
+        out["notes"] = [collect.EMULATION_NOTE]
+        print(f"note: {collect.EMULATION_NOTE}", file=sys.stderr)
+    for arm, runs in out["runs"].items():
+        print(f"{arm}: " + ", ".join("failed" if r is None else f"{r:,.0f}" for r in runs))
+    print(summary(out))
+    if args.out:
+        dataset.write_json(Path(args.out), out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
