@@ -87,7 +87,7 @@ def test_mysql_io_capacity_max_never_below_the_servers_own_floor():
 
 def test_mysql_io_capacity_takes_the_mediums_figure_and_a_measurement_only_caps_it():
     # A measured figure is the device's peak at depth 32, not the flushing a workload needs:
-    # half of 75,483 IOPS (20,000 / 40,000) ran MariaDB write-only 24% slower than 2,000 / 4,000.
+    # half of 75,483 IOPS (20,000 / 40,000) ran MariaDB write-only 17% slower than 2,000 / 4,000.
     def at(write_iops):
         prof = make_profile({"preset": "ssd", "mounts": {"/data": {
             "medium": "ssd", "measured": {"write_iops": write_iops}}}})

@@ -80,10 +80,10 @@ def io_capacity(f: Facts) -> int:
     behind" (MySQL 8.0, Configuring InnoDB I/O Capacity: about 1000 for a higher-end SSD).
     A measured IOPS figure is the device's peak at queue depth 32, not the flushing rate a
     workload needs, so it only caps the budget: on this VM's disk (75,483 write IOPS) half of
-    it, 20,000 / 40,000, ran MariaDB 10.11 sysbench write-only at 1 GiB 24% slower than
-    2,000 / 4,000 (real server, 8 interleaved rounds: 2,000 / 4,000 +30.9% [+15.3%, +48.6%],
-    p 0.0015; read-write +3.0%, p 0.54): the flushing it asked for took the disk from the
-    commits."""
+    it, 20,000 / 40,000, ran MariaDB 10.11 sysbench write-only at 1 GiB slower than 2,000 /
+    4,000 (real server, 11 interleaved rounds: 2,000 / 4,000 +21.0% [+6.8%, +37.1%], p 0.0068;
+    up to +53% in rounds where the disk ran slow, alike where it ran fast; read-write +3.0%,
+    p 0.54): the flushing it asked for took the disk from the commits."""
     typical = IO_CAPACITY.get(medium(f), 2000)
     iops = measured_write_iops(f)
     if iops is not None:
