@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import dataset, surrogate
-from benchmarks.validate import Candidate, measure_interleaved
+from benchmarks.validate import Candidate, guarded, measure_interleaved, on_real_server
 from pmem_advisor.tuner.evaluator import Evaluator, TrialConfig
 
 ALPHA = 0.05
@@ -112,44 +112,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks import collect
-    from benchmarks import scenario as scenarios
-    from pmem_advisor.errors import EXIT_INTERNAL, AdvisorError, Interrupted, UsageError
-
     args = parse_args(argv)
+    return guarded(lambda: _main(args))
+
+
+def _main(args: argparse.Namespace) -> int:
+    from pmem_advisor.errors import UsageError
+
+    if args.rounds < MIN_ROUNDS:
+        raise UsageError(f"--rounds must be >= {MIN_ROUNDS} (a paired test on fewer rounds "
+                         "says nothing on a noisy machine)")
+    change = parse_settings(args.change)
     try:
-        if args.rounds < MIN_ROUNDS:
-            raise UsageError(f"--rounds must be >= {MIN_ROUNDS} (a paired test on fewer "
-                             "rounds says nothing on a noisy machine)")
-        change = parse_settings(args.change)
         data = surrogate.load_scenario(args.scenario, Path(args.data_dir))
-        base = base_config(data, args.base)
-        if args.base_set:
-            base = TrialConfig(params={**base.params, **parse_settings(args.base_set)},
-                               init_params=dict(base.init_params))
-        ctx = collect.open_real(scenarios.get(args.scenario),
-                                log=lambda s: print(s, file=sys.stderr, flush=True))
-        try:
-            out = ab(ctx.evaluator, base, change, args.rounds,
-                     log=lambda s: print(s, file=sys.stderr, flush=True))
-        finally:
-            ctx.close()
-    except AdvisorError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
     except OSError as exc:  # a dataset that is not there
-        print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
-              file=sys.stderr)
-        return UsageError.exit_code
-    except (Interrupted, KeyboardInterrupt):
-        print("interrupted: nothing is written", file=sys.stderr)
-        return Interrupted.exit_code
-    except Exception as exc:  # a bug: one line, and the exit code says so
-        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_INTERNAL
-    if ctx.scenario.emulated_pmem:  # the caveat reaches every output
-        out["notes"] = [collect.EMULATION_NOTE]
-        print(f"note: {collect.EMULATION_NOTE}", file=sys.stderr)
+        raise UsageError(f"no dataset for {args.scenario} in {args.data_dir} "
+                         f"({exc.strerror or exc})") from None
+    base = base_config(data, args.base)
+    if args.base_set:
+        base = TrialConfig(params={**base.params, **parse_settings(args.base_set)},
+                           init_params=dict(base.init_params))
+    out = on_real_server(args.scenario,
+                         lambda ev, log: ab(ev, base, change, args.rounds, log=log))
     for arm, runs in out["runs"].items():
         print(f"{arm}: " + ", ".join("failed" if r is None else f"{r:,.0f}" for r in runs))
     print(summary(out))

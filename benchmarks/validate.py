@@ -247,39 +247,35 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
+def on_real_server(name: str, measure: Callable[[Evaluator, Callable[[str], None]],
+                                                 dict[str, Any]]) -> dict[str, Any]:
+    """``measure`` run on scenario ``name``'s real server (started, then stopped whatever
+    happens), progress on stderr; the emulation caveat added to its result when /dev/shm
+    stands in for PMEM, so it reaches every output."""
     from benchmarks import collect
     from benchmarks import scenario as scenarios
-    from pmem_advisor.errors import EXIT_INTERNAL, AdvisorError, Interrupted, UsageError
 
-    args = parse_args(argv)
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    ctx = collect.open_real(scenarios.get(name), log=log)
     try:
-        if args.budget < 1 or args.repeats < 3:
-            raise UsageError("--budget must be >= 1 and --repeats >= 3 (a median of fewer "
-                             "runs says nothing on a noisy machine)")
-        try:
-            results = json.loads(Path(args.results).read_text())
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"cannot read {args.results}: {exc}; run `make bench` first"
-                             ) from None
-        result = next((r for r in results.get("scenarios", results.get("results", []))
-                       if r.get("name") == args.scenario), None)
-        if result is None:
-            raise UsageError(f"{args.results} has no scenario {args.scenario!r}")
-        data = surrogate.load_scenario(args.scenario, Path(args.data_dir))
-        try:  # before any server starts: a file of another shape fails in a second
-            cands = candidates(result, data, args.budget, args.seed)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise UsageError(f"{args.results} is not a `make bench` results.json this version "
-                             f"reads ({type(exc).__name__}: {exc})") from None
-        ctx = collect.open_real(scenarios.get(args.scenario),
-                                log=lambda s: print(s, file=sys.stderr, flush=True))
-        try:
-            out = validate(cands, data, ctx.evaluator, budget=args.budget, seed=args.seed,
-                           repeats=args.repeats,
-                           log=lambda s: print(s, file=sys.stderr, flush=True))
-        finally:
-            ctx.close()
+        out = measure(ctx.evaluator, log)
+    finally:
+        ctx.close()
+    if ctx.scenario.emulated_pmem:
+        out["notes"] = [collect.EMULATION_NOTE]
+        print(f"note: {collect.EMULATION_NOTE}", file=sys.stderr)
+    return out
+
+
+def guarded(body: Callable[[], int]) -> int:
+    """``body``'s exit code; a usage error, an interrupt or a bug as one line and its own
+    exit code, never a traceback."""
+    from pmem_advisor.errors import EXIT_INTERNAL, AdvisorError, Interrupted
+
+    try:
+        return body()
     except AdvisorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -289,9 +285,36 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: one line, and the exit code says so
         print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_INTERNAL
-    if ctx.scenario.emulated_pmem:  # the caveat reaches every output
-        out["notes"] = [collect.EMULATION_NOTE]
-        print(f"note: {collect.EMULATION_NOTE}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    return guarded(lambda: _main(args))
+
+
+def _main(args: argparse.Namespace) -> int:
+    from pmem_advisor.errors import UsageError
+
+    if args.budget < 1 or args.repeats < 3:
+        raise UsageError("--budget must be >= 1 and --repeats >= 3 (a median of fewer "
+                         "runs says nothing on a noisy machine)")
+    try:
+        results = json.loads(Path(args.results).read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {args.results}: {exc}; run `make bench` first"
+                         ) from None
+    result = next((r for r in results.get("scenarios", results.get("results", []))
+                   if r.get("name") == args.scenario), None)
+    if result is None:
+        raise UsageError(f"{args.results} has no scenario {args.scenario!r}")
+    data = surrogate.load_scenario(args.scenario, Path(args.data_dir))
+    try:  # before any server starts: a file of another shape fails in a second
+        cands = candidates(result, data, args.budget, args.seed)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"{args.results} is not a `make bench` results.json this version "
+                         f"reads ({type(exc).__name__}: {exc})") from None
+    out = on_real_server(args.scenario, lambda ev, log: validate(
+        cands, data, ev, budget=args.budget, seed=args.seed, repeats=args.repeats, log=log))
     print(out["table"])
     print(out["agreement"]["text"])
     print(out["versus_best"]["text"])
