@@ -10,7 +10,8 @@ tuner's own paired test on the per-round ratios decides (``tuner.stats.compare_p
 
 The base is today's rules for the scenario (``--base rules``: what ``tune`` would start from)
 or the dataset's measured rules config (``--base dataset``); ``--base-set`` changes the base
-first (to ask about a config the rules no longer give). Sizes take units (``2M``). It takes
+first (to ask about a config the rules no longer give). Values are read as the server reads
+them (its catalog: units such as ``2M`` or ``512MB``, ranges checked). It takes
 2 x rounds real runs (about 45 s each on the MariaDB scenarios): run it on a quiet machine.
 """
 
@@ -30,28 +31,18 @@ ALPHA = 0.05
 MIN_ROUNDS = 3  # a paired t-test on two rounds has one degree of freedom: it says nothing
 
 
-def parse_settings(text: str) -> dict[str, Any]:
-    """``k=v,k=v``: integers, sizes with a unit (2M, 1G), true/false, else the text."""
+def parse_settings(text: str, catalog: Any) -> dict[str, Any]:
+    """``k=v,k=v`` in the server's own terms: each value parsed by the scenario's catalog into
+    the unit the evaluator writes (PostgreSQL's ``shared_buffers=512MB`` is 65536 pages), its
+    range checked; an unknown knob or a bad value is a usage error before any server starts."""
     from pmem_advisor.errors import UsageError
-    from pmem_advisor.knobs.units import parse_bytes
 
     out: dict[str, Any] = {}
     for part in (p.strip() for p in text.split(",") if p.strip()):
         name, sep, value = part.partition("=")
         if not sep or not name.strip() or not value.strip():
             raise UsageError(f"not a setting: {part!r} (expected name=value)")
-        name, value = name.strip(), value.strip()
-        if value.lower() in ("true", "false"):
-            out[name] = value.lower() == "true"
-        elif value.lstrip("-").isdigit():
-            out[name] = int(value)
-        elif value[:1].isdigit():
-            try:
-                out[name] = parse_bytes(value, name)
-            except Exception:  # noqa: BLE001 - not a size: a word like O_DIRECT with digits
-                out[name] = value
-        else:
-            out[name] = value
+        out[name.strip()] = catalog.get(name.strip()).parse(value.strip())
     return out
 
 
@@ -78,6 +69,17 @@ def summary(result: dict[str, Any]) -> str:
     said = {"better": "faster", "worse": "slower"}.get(v["decision"], "no significant difference")
     return (f"{change}: {v['gain_pct']:+.1f}% [{v['ci_low_pct']:+.1f}%, {v['ci_high_pct']:+.1f}%]"
             f", p {v['p_value']:.3g} over {result['rounds']} interleaved rounds: {said}")
+
+
+def scenario_catalog(data: surrogate.ScenarioData) -> Any:
+    """The knob catalog of the dataset's server (engine, flavour, version of its scenario)."""
+    from pmem_advisor.errors import UsageError
+    from pmem_advisor.knobs.catalog import load_catalog
+
+    scn = data.provenance.get("scenario") or {}
+    if not scn.get("engine"):
+        raise UsageError(f"{data.name}: the dataset's provenance names no server")
+    return load_catalog(scn["engine"], scn.get("flavour"), scn.get("version"))
 
 
 def base_config(data: surrogate.ScenarioData, which: str) -> TrialConfig:
@@ -122,16 +124,17 @@ def _main(args: argparse.Namespace) -> int:
     if args.rounds < MIN_ROUNDS:
         raise UsageError(f"--rounds must be >= {MIN_ROUNDS} (a paired test on fewer rounds "
                          "says nothing on a noisy machine)")
-    change = parse_settings(args.change)
     try:
         data = surrogate.load_scenario(args.scenario, Path(args.data_dir))
     except OSError as exc:  # a dataset that is not there
         raise UsageError(f"no dataset for {args.scenario} in {args.data_dir} "
                          f"({exc.strerror or exc})") from None
+    catalog = scenario_catalog(data)
+    change = parse_settings(args.change, catalog)
+    base_change = parse_settings(args.base_set, catalog)
     base = base_config(data, args.base)
-    if args.base_set:
-        base = TrialConfig(params={**base.params, **parse_settings(args.base_set)},
-                           init_params=dict(base.init_params))
+    base = TrialConfig(params={**base.params, **base_change},
+                       init_params=dict(base.init_params))
     out = on_real_server(args.scenario,
                          lambda ev, log: ab(ev, base, change, args.rounds, log=log))
     for arm, runs in out["runs"].items():

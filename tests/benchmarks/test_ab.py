@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import ab
-from pmem_advisor.errors import UsageError
+from pmem_advisor.errors import UnknownKnobError, UsageError
+from pmem_advisor.knobs.catalog import load_catalog
 from pmem_advisor.tuner.evaluator import TrialConfig
 
 from .synthetic import SyntheticEvaluator
@@ -34,23 +35,41 @@ def test_a_failed_run_drops_its_round():
     assert "too few paired rounds" in ab.summary(out)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("innodb_io_capacity=2000,innodb_io_capacity_max=4000",
+@pytest.mark.parametrize("engine, text, expected", [
+    ("mariadb", "innodb_io_capacity=2000,innodb_io_capacity_max=4000",
      {"innodb_io_capacity": 2000, "innodb_io_capacity_max": 4000}),
-    ("innodb_log_buffer_size=2M", {"innodb_log_buffer_size": 2 << 20}),
-    ("innodb_flush_method=O_DSYNC, innodb_adaptive_hash_index=false",
+    ("mariadb", "innodb_log_buffer_size=2M", {"innodb_log_buffer_size": 2 << 20}),
+    ("mariadb", "innodb_flush_method=O_DSYNC, innodb_adaptive_hash_index=false",
      {"innodb_flush_method": "O_DSYNC", "innodb_adaptive_hash_index": False}),
+    # in the unit the evaluator writes: 8 kB pages, not bytes
+    ("postgresql", "shared_buffers=512MB,synchronous_commit=on",
+     {"shared_buffers": 65536, "synchronous_commit": "on"}),
 ])
-def test_settings_are_read_with_their_units(text, expected):
-    assert ab.parse_settings(text) == expected
+def test_settings_are_read_as_the_server_reads_them(engine, text, expected):
+    catalog = (load_catalog("mysql", "mariadb", "10.11") if engine == "mariadb"
+               else load_catalog("postgres", "postgresql", "18"))
+    assert ab.parse_settings(text, catalog) == expected
+
+
+SHIPPED = "mariadb1011-oltp-write-only-disk"
 
 
 @pytest.mark.parametrize("argv", [
-    ["syn", "--set", "x"],                  # no value
-    ["syn", "--set", "x=1", "--rounds", "2"],  # too few rounds to test
-    ["no-such-scenario", "--set", "x=1"],   # no dataset
+    [SHIPPED, "--set", "innodb_io_capacity"],         # no value
+    [SHIPPED, "--set", "innodb_io_capacityy=2000"],   # no such knob
+    [SHIPPED, "--set", "innodb_io_capacity=1"],       # below the server's minimum
+    [SHIPPED, "--set", "innodb_io_capacity=2000", "--base-set", "innodb_flush_method=x"],
+    [SHIPPED, "--set", "innodb_io_capacity=2000", "--rounds", "2"],  # too few to test
+    ["no-such-scenario", "--set", "x=1"],             # no dataset
 ])
-def test_bad_input_is_one_line_and_exit_2(argv, tmp_path, capsys):
-    assert ab.main([*argv, "--data-dir", str(tmp_path)]) == UsageError.exit_code
+def test_bad_input_is_one_line_and_an_exit_code_before_any_server(argv, monkeypatch, capsys):
+    from benchmarks import collect
+
+    def no_server(*a, **k):
+        raise AssertionError("a server was started for bad input")
+
+    monkeypatch.setattr(collect, "open_real", no_server)
+    code = ab.main(argv)
+    assert code in (UsageError.exit_code, UnknownKnobError.exit_code)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and "Traceback" not in err[0]
