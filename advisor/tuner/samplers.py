@@ -409,13 +409,16 @@ def _unit_row(params: dict, space: dict) -> list[float]:
 
 
 def unit_of(x: float, lo: float, hi: float, log: bool) -> float:
-    """Position of ``x`` in [lo, hi] as a fraction (log ranges in log space), unclipped."""
+    """Position of ``x`` in [lo, hi] as a fraction (log ranges in log space), unclipped on
+    both sides; a non-positive ``x`` has no log position and sits at the low end."""
     import math
 
     if hi <= lo:
         return 0.0
     if log and lo > 0:
-        return (math.log(max(x, lo)) - math.log(lo)) / (math.log(hi) - math.log(lo))
+        if x <= 0:
+            return 0.0
+        return (math.log(x) - math.log(lo)) / (math.log(hi) - math.log(lo))
     return (x - lo) / (hi - lo)
 
 

@@ -132,6 +132,8 @@ def test_a_measured_value_beyond_the_range_is_not_taken_for_the_edges():
     beyond = surrogate.features(knobs, {"innodb_log_buffer_size": 64 << 20})
     assert edge == pytest.approx([1.0])
     assert beyond == pytest.approx([5 / 3])  # log2(64/2) / log2(16/2)
+    below = surrogate.features(knobs, {"innodb_log_buffer_size": 1 << 20})
+    assert below == pytest.approx([-1 / 3])  # below the low end too, not at it
     x = np.array([[0.0], [0.5], [1.0], [1.0], beyond, beyond])
     y = np.array([100.0, 100.0, 100.0, 100.0, 50.0, 50.0])
     from sklearn.tree import DecisionTreeRegressor

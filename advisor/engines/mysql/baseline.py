@@ -11,7 +11,7 @@ from pmem_advisor.rules.model import PRIORITY_BASELINE, Bytes, Rule, Set
 MB, GB = 1 << 20, 1 << 30
 
 CONNECTIONS = {"oltp": 300, "olap": 40, "mixed": 100, "kv": 200}
-# Background flushing rate the device sustains (IOPS budget): spindle, SSD, NVMe/PMEM.
+# Background flushing budget per medium ("as low as practical": a measurement only caps it).
 IO_CAPACITY = {"hdd": 200, "ssd": 2000, "nvme": 10000, "pmem": 10000, "cxl": 10000}
 
 
