@@ -25,7 +25,7 @@ from pmem_advisor.errors import EXIT_INTERNAL, AdvisorError, Interrupted, UsageE
 from pmem_advisor.fileio import write_file_safely
 from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
 
-from . import dataset, surrogate, validate
+from . import dataset, production, surrogate, validate
 from .harness import report, stats
 from .harness.arms import (
     ARM_NAMES,
@@ -40,6 +40,7 @@ from .harness.arms import (
 )
 from .harness.runner import run_interleaved
 from .harness.space import Param, SearchSpace, clamp, optuna_distributions
+from .production import ProductionMemory
 
 BUDGETS = (5, 10, 20, 50)
 SEEDS = 10
@@ -53,10 +54,14 @@ EMULATION_NOTE = ("/dev/shm is tmpfs (DRAM-backed); it stands in for persistent 
                   "as the papers' memmap= emulation did. Real PMEM is slower, above all for "
                   "writes.")
 COST = {"session": 0, "reload": 1, "restart": 2, "reinit": 3}
+UNSET: Any = object()  # "not computed yet" (None means: cannot be computed here)
 
 
 # ------------------------------------------------------------------ the space from provenance
-def harness_space(data: surrogate.ScenarioData) -> SearchSpace:
+def harness_space(data: surrogate.ScenarioData,
+                  memory: ProductionMemory | None = None) -> SearchSpace:
+    """The dataset's collected space, narrowed by ``memory`` (the product's limits at the
+    scenario's budget) where those are tighter: what ``tune`` would search, for every arm."""
     params = []
     for d in data.provenance.get("space") or []:
         init = d.get("scope") == "reinit"
@@ -64,7 +69,11 @@ def harness_space(data: surrogate.ScenarioData) -> SearchSpace:
             params.append(Param(d["name"], "categorical", choices=tuple(d["choices"]), init=init))
         else:
             kind = "float" if d.get("type") == "real" else "int"
-            params.append(Param(d["name"], kind, low=d["low"], high=d["high"],
+            high = d["high"]
+            cap = memory.cap(d["name"]) if memory is not None else None
+            if cap is not None and cap < high:
+                high = max(d["low"], int(cap) if kind == "int" else cap)
+            params.append(Param(d["name"], kind, low=d["low"], high=high,
                                 log=bool(d.get("log")), init=init))
     rules = data.fixed_config("rules")
     # the defaults as measured: with the smallest fix that holds the data, when they needed one
@@ -163,16 +172,18 @@ def current_rules(scn: dict[str, Any]) -> dict[str, Any] | None:
                             memory_bytes=s.memory_bytes, cpus=s.cpus, clients=s.clients,
                             storage_engine=getattr(workload, "storage_engine", None))
         rec = recommend(facts)
+        memory = production.from_recommendation(rec, catalog, s.engine, s.flavour,
+                                                s.memory_bytes)
     except (AdvisorError, OSError, KeyError, ValueError):
         return None
     cfg = rules_config(rec, catalog)
     return {"params": cfg.params, "init_params": cfg.init_params,
             "bounds": {k: list(v) for k, v in rec.bounds.items()},
-            "important": list(rec.important), "fired": list(rec.fired)}
+            "important": list(rec.important), "fired": list(rec.fired), "memory": memory}
 
 
 def advisor_arm(data: surrogate.ScenarioData, space: SearchSpace, data_dir: Path,
-                use_transfer: bool = True) -> tuple[AdvisorArm, list[str]]:
+                use_transfer: bool = True, now: Any = UNSET) -> tuple[AdvisorArm, list[str]]:
     """The pmem-advisor arm for this scenario, and notes on what knowledge it got: today's
     rules (their config as the centre, their bounds and importance), the dataset's rules when
     they cannot be computed here."""
@@ -182,7 +193,8 @@ def advisor_arm(data: surrogate.ScenarioData, space: SearchSpace, data_dir: Path
     prov = data.provenance
     scn = prov.get("scenario") or {}
     rules = prov.get("rules") or {}
-    now = current_rules(scn)
+    if now is UNSET:
+        now = current_rules(scn)
     in_space = {p.name: p for p in space.params}
     if now and any(n in in_space for n in [*now["params"], *now["bounds"]]):
         rules = now
@@ -247,7 +259,7 @@ def advisor_arm(data: surrogate.ScenarioData, space: SearchSpace, data_dir: Path
 
 
 def make_arms(names: list[str], data: surrogate.ScenarioData, space: SearchSpace,
-              data_dir: Path) -> tuple[list[Arm], list[str]]:
+              data_dir: Path, now: Any = UNSET) -> tuple[list[Arm], list[str]]:
     notes: list[str] = []
     arms: list[Arm] = []
     for name in ARM_NAMES:
@@ -262,7 +274,7 @@ def make_arms(names: list[str], data: surrogate.ScenarioData, space: SearchSpace
         elif name == "smac":
             arms.append(SmacArm())
         elif name == "pmem-advisor":
-            arm, more = advisor_arm(data, space, data_dir)
+            arm, more = advisor_arm(data, space, data_dir, now=now)
             arms.append(arm)
             notes.extend(more)
         elif name == "ceiling":
@@ -309,7 +321,8 @@ def targets(rows: list[stats.ArmStats], safe: float | None = None) -> list[str]:
 
 
 def safe_ceiling(data: surrogate.ScenarioData, fitted: surrogate.Fit, space: SearchSpace,
-                 data_dir: Path, settings: dict[str, Any]) -> tuple[float | None, str]:
+                 data_dir: Path, settings: dict[str, Any],
+                 memory: ProductionMemory | None = None) -> tuple[float | None, str]:
     """The best safe config any arm finds with ten times the largest budget: the median over
     ``CEILING_SEEDS`` seeds of each searching arm's best, the best arm's; and how it was had."""
     budget = CEILING_FACTOR * max(settings["budgets"])
@@ -318,7 +331,8 @@ def safe_ceiling(data: surrogate.ScenarioData, fitted: surrogate.Fit, space: Sea
     if not arms:
         return None, "no searching arm to find it"
     seeds = list(range(100, 100 + CEILING_SEEDS))
-    records, statuses = run_seeds(data, fitted, space, arms, budget, seeds, settings["jobs"])
+    records, statuses = run_seeds(data, fitted, space, arms, budget, seeds, settings["jobs"],
+                                  memory)
     rows = stats.compute(records, statuses, [budget], seeds)
     best = {r.name: r.best_tps_median for r in rows if r.available and r.searching
             and r.budget == budget and r.best_tps_median}
@@ -383,16 +397,18 @@ def run_scenario(data: surrogate.ScenarioData, settings: dict[str, Any], data_di
         why = f"only {fitted.rows} measured rows (a surrogate needs {surrogate.MIN_ROWS})"
     if why and not settings["accept_poor"]:
         return f"refused: {why}. {quality}"
-    space = harness_space(data)
-    arms, notes = make_arms(settings["arms"], data, space, data_dir)
+    now = current_rules(scn)
+    memory = now["memory"] if now else None
+    space = harness_space(data, memory)
+    arms, notes = make_arms(settings["arms"], data, space, data_dir, now=now)
     seeds = list(range(settings["seeds"]))
     records, statuses = run_seeds(data, fitted, space, arms, max(settings["budgets"]), seeds,
-                                  settings["jobs"])
+                                  settings["jobs"], memory)
     rows = stats.compute(records, statuses, settings["budgets"], seeds)
-    safe, safe_how = (safe_ceiling(data, fitted, space, data_dir, settings)
+    safe, safe_how = (safe_ceiling(data, fitted, space, data_dir, settings, memory)
                       if settings.get("safe_ceiling", True) else (None, "not computed"))
     print(f"[{data.name}] {safe_how}", file=sys.stderr, flush=True)
-    notes = [quality, *notes, safe_how]
+    notes = [quality, *notes, memory_note(data, space, memory, records), safe_how]
     measured_noise = noise_line(data.name, data_dir)
     if measured_noise:
         notes.append(measured_noise)
@@ -427,23 +443,26 @@ def run_scenario(data: surrogate.ScenarioData, settings: dict[str, Any], data_di
 
 
 def _one_seed(data: surrogate.ScenarioData, fitted: surrogate.Fit, space: SearchSpace,
-              arms: list[Arm], budget: int, seed: int) -> tuple[list, list]:
+              arms: list[Arm], budget: int, seed: int,
+              memory: ProductionMemory | None = None) -> tuple[list, list]:
     """One seed on its own surrogate server (its noise seeded by the seed alone, so the
     result does not depend on how seeds are spread over processes)."""
-    evaluator = surrogate.SurrogateEvaluator(data, fitted, seed=seed)
+    evaluator = surrogate.SurrogateEvaluator(data, fitted, seed=seed,
+                                             unfit=memory.unfit if memory else None)
     return run_interleaved(evaluator, space, arms, budget=budget, seeds=[seed])
 
 
 def run_seeds(data: surrogate.ScenarioData, fitted: surrogate.Fit, space: SearchSpace,
-              arms: list[Arm], budget: int, seeds: list[int], jobs: int) -> tuple[list, list]:
+              arms: list[Arm], budget: int, seeds: list[int], jobs: int,
+              memory: ProductionMemory | None = None) -> tuple[list, list]:
     """Every seed, in ``jobs`` processes; records in seed order, statuses merged."""
     if jobs <= 1:
-        parts = [_one_seed(data, fitted, space, arms, budget, s) for s in seeds]
+        parts = [_one_seed(data, fitted, space, arms, budget, s, memory) for s in seeds]
     else:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_one_seed, data, fitted, space, arms, budget, s)
+            futures = [pool.submit(_one_seed, data, fitted, space, arms, budget, s, memory)
                        for s in seeds]
             parts = [f.result() for f in futures]
     records = [r for recs, _ in parts for r in recs]
@@ -452,6 +471,23 @@ def run_seeds(data: surrogate.ScenarioData, fitted: surrogate.Fit, space: Search
         for st, other in zip(statuses, more, strict=True):
             st.errors.extend(other.errors)
     return records, statuses
+
+
+def memory_note(data: surrogate.ScenarioData, space: SearchSpace,
+                memory: ProductionMemory | None, records: list[Any]) -> str:
+    """What the product's memory limits did to the arms' space and trials."""
+    if memory is None:
+        return ("memory: the product's limits could not be computed here (the scenario's path "
+                "or server catalog is missing): every arm searched the dataset's space")
+    wide = {d["name"]: d.get("high") for d in data.provenance.get("space") or []}
+    narrowed = [f"{p.name} up to {memory.human(p.name, p.high)} (collected up to "
+                f"{memory.human(p.name, wide[p.name])})"
+                for p in space.params if p.kind != "categorical"
+                and wide.get(p.name) is not None and p.high < wide[p.name]]
+    gated = sum(1 for r in records if (r.measurement.failure or "").startswith(surrogate.NOT_RUN))
+    return (f"memory: every arm searched what tune would at {memory.describe()}: "
+            + ("; ".join(narrowed) if narrowed else "no range narrowed")
+            + f"; {gated} trial(s) over the worst-case budget were not run (failed trials)")
 
 
 def _dates(rows: list[dict[str, Any]]) -> str:

@@ -17,6 +17,8 @@ et al., PVLDB 2022): many optimisers x budgets x seeds compared in minutes inste
   noise the real machine showed, including the load of whoever else used it.
 - The fixed points measured in the dataset (defaults, rules-only, unsafe ceiling) return one of
   their own measurements: no model stands between them and the truth.
+- With ``unfit`` (the product's memory gate at the scenario's budget, ``benchmarks.production``)
+  a config over the budget's worst case is not run: a failed trial, as in ``tune``.
 - Each Measurement carries ``raw["expected"]``, the noise-free value the statistics credit an
   arm with for the config it picked (picking is by the noisy observations, as on a real server).
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import random
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +45,7 @@ MIN_SPEARMAN = 0.5
 MIN_R2 = 0.2
 FOLDS = 5
 MIN_ROWS = 15  # fewer measured configs than this: no model is fitted at all
+NOT_RUN = "not run: "  # a trial the product's memory gate refused (tune's wording)
 
 
 @dataclass
@@ -219,13 +223,15 @@ def predict(model: Any, x: list[float]) -> float:
 class SurrogateEvaluator(Evaluator):
     """An Evaluator answering from the fitted model (see the module docstring)."""
 
-    def __init__(self, data: ScenarioData, fitted: Fit, seed: int = 0) -> None:
+    def __init__(self, data: ScenarioData, fitted: Fit, seed: int = 0,
+                 unfit: Callable[[dict[str, Any]], str | None] | None = None) -> None:
         scn = data.provenance.get("scenario") or {}
         self.engine = scn.get("engine", "")
         self.flavour = scn.get("flavour", "")
         self.version = str(scn.get("version", ""))
         self.data, self.fitted, self.knobs = data, fitted, data.knobs
         self.rng = random.Random(seed)
+        self.unfit = unfit  # the product's memory gate: params -> why not deployable
         self.noise = noise_ratios(data.rows) or fitted.residual_ratios or [1.0]
         self.anchors: list[tuple[TrialConfig, list[float]]] = []
         for kind in ("default", "rules", "ceiling"):
@@ -247,6 +253,9 @@ class SurrogateEvaluator(Evaluator):
             if anchor == config:  # a measured point: one of its own runs
                 return Measurement(ok=True, throughput_tps=self.rng.choice(values),
                                    raw={"expected": statistics.mean(values)})
+        why = self.unfit(config.params) if self.unfit is not None else None
+        if why:  # as tune does: a config it would not deploy is not measured
+            return Measurement(ok=False, failure=f"{NOT_RUN}{why}", raw={"expected": 0.0})
         mean = self.expected(config)
         if mean <= 0:
             return Measurement(ok=False, failure="the surrogate predicts a failed trial",

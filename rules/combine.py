@@ -20,7 +20,7 @@ from pmem_advisor.engines import api
 from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.knobs.catalog import catalog_path
 from pmem_advisor.rules.facts import Facts, bind_to_node
-from pmem_advisor.rules.fit import fit_memory
+from pmem_advisor.rules.fit import fit_bounds, fit_memory
 from pmem_advisor.rules.model import (
     Bound,
     Bytes,
@@ -186,6 +186,8 @@ def recommend(facts: Facts, *, catalog=None, rules: tuple[Rule, ...] | None = No
     if facts.engine is not None:
 
         rec.memory = fit_memory(rec, view)
+        if rec.memory is not None:
+            fit_bounds(rec, view)
         _finalize(rec, fired)
     if facts.emulated:
         rec.notes.append("tmpfs paths stand in for persistent memory (emulated PMEM): "

@@ -53,6 +53,45 @@ def fit_memory(rec: Recommendation, view) -> MemoryEstimate | None:
     return est
 
 
+def fit_bounds(rec: Recommendation, view) -> None:
+    """Lower each numeric bound whose top would not fit: the largest value of that knob whose
+    worst case, beside the recommendation's other settings, stays within the budget. A search
+    bound above it only offers configs ``tune``'s memory gate (the whole budget, worst case)
+    refuses to run; the PMEM and dedicated-server rules bound a buffer by its share of the
+    budget (75% for InnoDB's pool) without the connections' worst case beside it."""
+    f = rec.facts
+    budget = f.memory_bytes
+    settings = {s.name: s.value for s in rec.settings}
+    host = int((f.profile.get("memory") or {}).get("total_bytes") or 0) or None
+
+    def total(name: str, value: float) -> int | None:
+        est = worst_case(f.engine, {**settings, name: value}, flavour=f.flavour,
+                         version=f.version, catalog=view.catalog, host_memory_bytes=host,
+                         files_in_memory=f.data_in_memory)
+        return None if est is None else est.total_bytes
+
+    for name, bound in list(rec.bounds.items()):
+        if not isinstance(bound, tuple) or len(bound) != 2 or bound[1] is None:
+            continue
+        lo, hi = bound
+        at_top, at_bottom = total(name, hi), total(name, lo if lo is not None else 0)
+        if at_top is None or at_top <= budget or at_top == at_bottom:
+            continue  # fits, no model, or a knob the worst case does not count
+        floor = settings.get(name, lo)
+        if not isinstance(floor, int | float) or total(name, floor) > budget:
+            continue  # the rules' own value does not fit: fit_memory's note says so
+        whole = isinstance(hi, int)
+        good, bad = floor, hi
+        while bad - good > max(1, bad * 1e-4):
+            mid = (good + bad) // 2 if whole else (good + bad) / 2
+            good, bad = (mid, bad) if total(name, mid) <= budget else (good, mid)
+        top = good
+        rec.bounds[name] = (lo, max(top, lo) if lo is not None else top)
+        rec.notes.append(f"search bound {name}: at most {view.render(name, top)}, not "
+                         f"{view.render(name, hi)}: the worst case above it exceeds the "
+                         f"{gib(budget)} budget ({RULE})")
+
+
 def put_setting(rec: Recommendation, view, name: str, value, why: str) -> None:
     """Change (or add) one setting, keeping the earlier reason in front of the new one."""
     try:

@@ -19,8 +19,10 @@ dedicated-server baseline gives a quarter of it on MariaDB, 100 MB on MySQL 8.0.
 or less), searched from the baseline to twice the memory budget (at most 64 GB): the write
 rate is what a run measures, not a fact we have before it. The buffer pool is searched from
 half the baseline (the budget rules may lower it to fit) to 75% of the memory budget
-(innodb_dedicated_server's share; the manual allows up to 80% on a dedicated server); the
-memory gate still applies to every trial. Both are
+(innodb_dedicated_server's share; the manual allows up to 80% on a dedicated server), and
+no further than the production connections' worst case leaves room for: MEM-FIT lowers the
+top (rules/fit.py, ``fit_bounds``; 562 MB of a 1 GiB budget beside 18 connections), so tune's
+memory gate never has to refuse a trial the bound offered. Both are
 bounded here, at a priority above the other speed rules, so the tuner's first trials move
 them first. MySQL before 8.0.30 sizes several files (innodb_log_files_in_group): left to the
 baseline.

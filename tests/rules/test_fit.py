@@ -59,6 +59,36 @@ def test_postgres_work_mem_stays_at_default_while_shared_buffers_can_give(memory
     assert rec.setting("max_connections").value == clients + 10  # --clients: ours to keep
 
 
+def _worst(rec, name, value):
+    from pmem_advisor.rules.memory import worst_case
+
+    f = rec.facts
+    settings = {s.name: s.value for s in rec.settings}
+    return worst_case(f.engine, {**settings, name: value}, flavour=f.flavour,
+                      version=f.version, host_memory_bytes=32 * GB).total_bytes
+
+
+def test_a_search_bound_ends_where_the_worst_case_leaves_the_budget():
+    # PM031 bounds InnoDB's pool at 75% of the budget; with 18 production connections beside
+    # it, 768 MB of a 1 GiB budget cannot fit their worst case: tune's gate would refuse
+    # every trial up there
+    rec = _rec("mysql", "mariadb", "10.11", 1 * GB, 8)
+    lo, hi = rec.bounds["innodb_buffer_pool_size"]
+    assert lo == 256 * MB and 384 * MB < hi < 768 * MB, hi
+    assert _worst(rec, "innodb_buffer_pool_size", hi) <= 1 * GB
+    assert _worst(rec, "innodb_buffer_pool_size", int(hi * 1.01)) > 1 * GB
+    assert any("search bound innodb_buffer_pool_size" in n and "1.0 GiB" in n
+               for n in rec.notes), rec.notes
+
+
+def test_a_search_bound_that_fits_is_left_as_the_rule_gave_it():
+    rec = _rec("mysql", "mariadb", "10.11", 4 * GB, 8)
+    assert rec.bounds["innodb_buffer_pool_size"] == (1 * GB, 3 * GB)  # 75% fits beside 18
+    assert _worst(rec, "innodb_buffer_pool_size", 3 * GB) <= 4 * GB
+    assert not any(n.startswith("search bound") for n in rec.notes), rec.notes
+    assert rec.bounds["innodb_log_file_size"][1] == 8 * GB  # a log file is no memory
+
+
 def test_smallest_fitting_budget_fits_and_a_smaller_one_does_not():
     facts = build_facts(PROFILE, engine="postgres", version="16", memory_bytes=64 * MB,
                         clients=500, target=True)
