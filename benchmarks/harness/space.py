@@ -60,7 +60,13 @@ class SearchSpace:
     source: str = ""  # where the knobs came from, printed in the report
 
     def config(self, values: dict[str, Any]) -> TrialConfig:
-        """Split sampled values into restart/reload params and re-initialisation params."""
+        """Split sampled values into restart/reload params and re-initialisation params. A
+        pair the server keeps ordered (io_capacity <= io_capacity_max) is ordered as ``tune``
+        orders it (``tuner.space.ordered``): the config is what the server would run, for
+        every arm."""
+        from pmem_advisor.tuner.space import ordered
+
+        values = ordered(values)
         init_names = {p.name for p in self.params if p.init}
         params = {k: v for k, v in values.items() if k not in init_names}
         init = {k: v for k, v in values.items() if k in init_names}
