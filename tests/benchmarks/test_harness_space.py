@@ -13,9 +13,9 @@ def _space() -> SearchSpace:
 
 
 def test_a_pair_out_of_order_is_run_as_tune_runs_it():
-    # MariaDB raises innodb_io_capacity_max to 2x a larger io_capacity (with a warning), and
-    # MySQL lowers io_capacity at startup: tune raises the sampled ceiling to the floor, and
-    # every arm's config is credited as that
+    # MariaDB raises innodb_io_capacity_max to 2x a larger io_capacity (with a warning): the
+    # sampled pair is not what runs. tune raises the sampled ceiling to the floor, and every
+    # arm's config is credited as that
     config = _space().config({"innodb_io_capacity": 3696, "innodb_io_capacity_max": 2167,
                               "innodb_log_file_size": 1 << 30})
     assert config.params == {"innodb_io_capacity": 3696, "innodb_io_capacity_max": 3696}
