@@ -22,6 +22,7 @@ from optuna.distributions import (
 
 from pmem_advisor.engines import api
 from pmem_advisor.errors import UnknownKnobError, UsageError
+from pmem_advisor.knobs.pairs import ordered
 from pmem_advisor.tuner.limits import LOW_SPAN, UNIT_BYTES, Limits
 
 NUMERIC_TYPES = {"int", "size", "duration", "real"}
@@ -170,26 +171,6 @@ class SearchSpace:
         data = dict(data)
         data["knobs"] = [SpaceKnob(**k) for k in data["knobs"]]
         return cls(**data)
-
-
-# Knob pairs the server keeps ordered (it lowers the first to the second, or refuses): a
-# sampled pair out of order is raised to order, so the emitted file says what runs.
-ORDERED_PAIRS = (("innodb_io_capacity", "innodb_io_capacity_max"),
-                 ("min_wal_size", "max_wal_size"))
-
-
-def ordered(params: dict[str, Any], base: dict[str, Any] | None = None) -> dict[str, Any]:
-    out = dict(params)
-    merged = {**(base or {}), **out}
-    for low, high in ORDERED_PAIRS:
-        lo, hi = merged.get(low), merged.get(high)
-        if lo is None or hi is None or hi >= lo:
-            continue
-        if high in out:  # the sampled ceiling rises to the floor
-            out[high] = lo
-        elif low in out:  # the ceiling is fixed (rules): the floor comes down to it
-            out[low] = hi
-    return out
 
 
 def default_knob_names(engine: str) -> list[str]:

@@ -62,9 +62,9 @@ class SearchSpace:
     def config(self, values: dict[str, Any]) -> TrialConfig:
         """Split sampled values into restart/reload params and re-initialisation params. A
         pair the server keeps ordered (io_capacity <= io_capacity_max) is ordered as ``tune``
-        orders it (``tuner.space.ordered``): the config is what the server would run, for
+        orders it (``knobs.pairs.ordered``): the config is what the server would run, for
         every arm."""
-        from pmem_advisor.tuner.space import ordered
+        from pmem_advisor.knobs.pairs import ordered
 
         values = ordered(values)
         init_names = {p.name for p in self.params if p.init}

@@ -17,6 +17,11 @@ lacks, an extension's dotted name, a ``loose-`` option or one a loaded plugin ma
 reported (info, with the nearest names), never a crash. MariaDB still accepts the InnoDB options
 it removed, and ignores them: a warning, not a failure.
 
+A pair the server does not run as written warns (``knobs.pairs.ORDERED_PAIRS``, the list the
+tuner orders its own trials by): ``innodb_io_capacity`` above ``innodb_io_capacity_max``
+(MariaDB raises the max to twice it, with a warning) and ``min_wal_size`` above
+``max_wal_size`` (PostgreSQL recycles WAL up to max_wal_size only).
+
 An option is not always its variable: ``log_bin`` in SYSTEM_VARIABLES is the read-only ON/OFF
 status, but the option ``--log-bin[=name]`` takes the binary log's base name, so
 ``log_bin = mysql-bin`` is the normal my.cnf form and passes (any control character still fails).
@@ -96,11 +101,33 @@ class KnobValues(Check):
                 out.append(self.finding(
                     "fail", name, f"{why}{at}: {consequence}",
                     f"use a value in {knob.describe_range()}"))
+        out += self._out_of_order(inp, judged)
         if unchecked:
             out.append(self.finding(
                 "info", "unchecked knobs",
                 f"{len(unchecked)} setting(s) outside the advisor's {title} catalog, not "
                 f"checked: {', '.join(unchecked)}", ""))
+        return out
+
+    def _out_of_order(self, inp: CheckInput, judged) -> list[Finding]:
+        """A pair the server does not run as written (``knobs.pairs.ORDERED_PAIRS``): it
+        starts, but the file no longer says what runs."""
+        from pmem_advisor.knobs.pairs import ORDERED_PAIRS
+
+        out = []
+        for low, high, instead in ORDERED_PAIRS:
+            if low not in judged and high not in judged:
+                continue  # neither line is the file's: the pair is the server's business
+            try:
+                lo = inp.catalog.get(low).parse(inp.settings[low])
+                hi = inp.catalog.get(high).parse(inp.settings[high])
+            except (KeyError, UsageError, UnknownKnobError, ArithmeticError, ValueError):
+                continue  # one is unset or unusable: reported above, or the default's
+            if isinstance(lo, int | float) and isinstance(hi, int | float) and lo > hi:
+                out.append(self.finding(
+                    "warn", low, f"{low} = {inp.settings[low]}{inp.at(low)} is above {high} "
+                    f"= {inp.settings[high]}{inp.at(high)}: {instead}",
+                    f"raise {high} to at least {inp.settings[low]}, or lower {low}"))
         return out
 
     def _refused(self, inp: CheckInput, name: str, e, at: str) -> Finding:
