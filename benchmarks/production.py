@@ -58,6 +58,7 @@ class ProductionMemory:
         from dataclasses import replace
 
         from pmem_advisor.engines import api
+        from pmem_advisor.rules.fit import largest_fitting
         from pmem_advisor.tuner.limits import Limits
         from pmem_advisor.tuner.space import KnobSpec
 
@@ -71,34 +72,23 @@ class ProductionMemory:
         if cap is None:
             return None
         whole = spec.type != "real"  # the gate cannot estimate 1.5 bytes: it would pass them
-        if whole:
-            cap = float(int(cap))
-        if not self.unfit({name: int(cap) if whole else cap}):
-            return cap
+        top = int(cap) if whole else cap
+        if not self.unfit({name: top}):
+            return float(top)
         # tune asks its sampler again for a config over the budget; the harness cannot ask
         # an arm again, so the range ends where the gate starts refusing (with the rules'
         # other settings): the room above leaves out the buffer's own overhead (InnoDB's
         # control structures, ~10% of the pool)
-        lo, hi = 0, int(cap)
-        if not whole:
-            for _ in range(40):
-                mid = (lo + hi) / 2
-                lo, hi = (mid, hi) if not self.unfit({name: mid}) else (lo, mid)
-            return float(lo)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if not self.unfit({name: mid}) else (lo, mid)
-        return float(lo)
+        return float(largest_fitting(lambda v: not self.unfit({name: v}),
+                                     0 if whole else 0.0, top))
 
     def human(self, name: str, value: float) -> str:
         """``value`` of knob ``name`` (its base unit) in MB when it is a size, else as is."""
-        from pmem_advisor.tuner.limits import UNIT_BYTES
+        from pmem_advisor.knobs.units import size_bytes
 
         knob = next((k for k in self._catalog() if k.name == name), None)
-        per_unit = UNIT_BYTES.get(getattr(knob, "unit", None)) if knob is not None else None
-        if knob is not None and getattr(knob, "type", "") == "size" and per_unit:
-            return f"{value * per_unit / (1 << 20):,.0f} MB"
-        return f"{value:,.0f}"
+        n = size_bytes(knob, value)
+        return f"{n / (1 << 20):,.0f} MB" if n is not None else f"{value:,.0f}"
 
     def unfit(self, params: dict[str, Any]) -> str | None:
         """Why ``params`` could not be deployed at the budget (its worst case), or None."""
@@ -111,7 +101,7 @@ class ProductionMemory:
 
 
 def from_recommendation(rec: Any, catalog: Any, engine: str, flavour: str,
-                        budget_bytes: int) -> ProductionMemory | None:
+                        budget_bytes: int) -> ProductionMemory:
     """The limits ``tune`` derives from the rules' recommendation ``rec``."""
     from types import SimpleNamespace
 

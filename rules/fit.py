@@ -10,6 +10,9 @@ exceeds its budget in the worst case. Every changed line says what it was and wh
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from pmem_advisor.engines import api
 from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.rules.memory import BUDGET_SHARE, MemoryEstimate, gib, worst_case
@@ -53,6 +56,18 @@ def fit_memory(rec: Recommendation, view) -> MemoryEstimate | None:
     return est
 
 
+def largest_fitting(fits: Callable[[Any], bool], low: Any, high: Any) -> Any:
+    """The largest value from ``low`` (which fits) to ``high`` that ``fits``, by bisection
+    (what fits is everything below some value: memory grows with the knob): the largest whole
+    one for an int ``high``, within 1/10,000 of ``high`` for a real one."""
+    whole = isinstance(high, int)
+    good, bad = low, high
+    while bad - good > (1 if whole else abs(bad) * 1e-4):
+        mid = (good + bad) // 2 if whole else (good + bad) / 2
+        good, bad = (mid, bad) if fits(mid) else (good, mid)
+    return good
+
+
 def fit_bounds(rec: Recommendation, view) -> None:
     """Lower each numeric bound whose top would not fit: the largest value of that knob whose
     worst case, beside the recommendation's other settings, stays within the budget. A search
@@ -80,16 +95,24 @@ def fit_bounds(rec: Recommendation, view) -> None:
         floor = settings.get(name, lo)
         if not isinstance(floor, int | float) or total(name, floor) > budget:
             continue  # the rules' own value does not fit: fit_memory's note says so
-        whole = isinstance(hi, int)
-        good, bad = floor, hi
-        while bad - good > max(1, bad * 1e-4):
-            mid = (good + bad) // 2 if whole else (good + bad) / 2
-            good, bad = (mid, bad) if total(name, mid) <= budget else (good, mid)
-        top = good
+        top = largest_fitting(lambda v, n=name: total(n, v) <= budget, floor, hi)
         rec.bounds[name] = (lo, max(top, lo) if lo is not None else top)
-        rec.notes.append(f"search bound {name}: at most {view.render(name, top)}, not "
-                         f"{view.render(name, hi)}: the worst case above it exceeds the "
+        rec.notes.append(f"search bound {name}: at most {_readable(view, name, top)}, not "
+                         f"{_readable(view, name, hi)}: the worst case above it exceeds the "
                          f"{gib(budget)} budget ({RULE})")
+
+
+def _readable(view, name: str, value: Any) -> str:
+    """A size as a person reads it (561MB, not 589161193); anything else as the config has it."""
+    from pmem_advisor.knobs.units import size_bytes
+    from pmem_advisor.rules.model import human_bytes
+
+    try:
+        knob = view.catalog.get(name) if view.catalog is not None else None
+    except UnknownKnobError:
+        knob = None
+    n = size_bytes(knob, value)
+    return human_bytes(n) if n is not None else view.render(name, value)
 
 
 def put_setting(rec: Recommendation, view, name: str, value, why: str) -> None:
