@@ -11,6 +11,7 @@ from pmem_advisor.errors import EXIT_USAGE
 from pmem_advisor.rules import build_facts, recommend
 from pmem_advisor.rules.budget_search import smallest_fitting_budget
 from pmem_advisor.rules.fit import fitted_budget
+from pmem_advisor.rules.memory import worst_case
 from tests.rules.machines import make_profile
 
 MB, GB = 1 << 20, 1 << 30
@@ -134,3 +135,20 @@ def test_an_engine_without_connections_is_refused_without_speaking_of_them(run_c
     code, _, err = run_cli("recommend", "duckdb", "--memory", "64M")
     assert code == EXIT_USAGE and "the smallest budget that fits is" in err
     assert "connections" not in err.split("fits")[1].split(":")[0]
+
+
+@pytest.mark.parametrize("flavour,version,clients,step", [
+    ("mariadb", "10.11", 8, MB), ("mariadb", "11.4", 8, MB), ("mysql", "8.0", 200, 128 * MB)])
+def test_a_lowered_pool_is_what_the_server_runs_and_all_that_fits(flavour, version, clients,
+                                                                  step):
+    """MySQL runs the pool in whole 128 MB chunks, rounding up, so a fitted pool stops at a
+    chunk; MariaDB 10.8+ runs any whole MiB (10.11.19: SET GLOBAL 471 MiB reads back 471 MiB),
+    so the pool takes all that fits, not the chunk below it (384 MB at 1 GiB before)."""
+    rec = _rec("mysql", flavour, version, 1 * GB, clients)
+    pool = rec.setting("innodb_buffer_pool_size").value
+    assert "lowered" in rec.setting("innodb_buffer_pool_size").reason
+    assert pool % step == 0 and rec.memory.total_bytes <= fitted_budget(1 * GB)
+    bigger = worst_case("mysql", {**{s.name: s.value for s in rec.settings},
+                                  "innodb_buffer_pool_size": pool + step},
+                        flavour=flavour, version=version, catalog=None)
+    assert bigger.total_bytes > fitted_budget(1 * GB)  # one step more would not fit

@@ -65,6 +65,18 @@ MIN_SCALE = 0.25  # below a quarter of the defaults queries spill to disk for or
 POOL_CHUNK = 128 * MB  # InnoDB rounds the pool to chunk x instances; 128 MB is the default chunk
 
 
+def pool_step(facts) -> int:
+    """The pool sizes the server runs as set. MySQL rounds the pool up to a multiple of
+    innodb_buffer_pool_chunk_size (128 MB) x instances (MySQL 8.0 manual, "Configuring InnoDB
+    Buffer Pool Size"): a fitted pool between two chunks would run a chunk larger. MariaDB
+    10.11 and 11.4 read innodb_buffer_pool_chunk_size as a "Deprecated parameter with no
+    effect" (their SYSTEM_VARIABLES, knobs/data/generated) and run any whole MiB: 10.11.19
+    here read back SET GLOBAL 471 MiB as 471 MiB, and truncated 493,000,000 bytes to 470 MiB."""
+    if facts.mariadb:  # every MariaDB pmem-advisor knows (10.11 and newer)
+        return MB
+    return POOL_CHUNK
+
+
 # ------------------------------------------------------------------ the estimate
 def mysql_worst_case(settings: Mapping[str, Any], *, flavour: str, version: str | None,
                      catalog, host_memory_bytes: int | None = None) -> MemoryEstimate:
@@ -210,7 +222,8 @@ def _shrink_pool(rec: Recommendation, view, est: MemoryEstimate, budget: int) ->
     pool_part = next(p.bytes for p in est.parts if p.name == "innodb_buffer_pool_size")
     overhead = 1.1  # the pool plus InnoDB's ~10% control structures (see _parts)
     rest = est.total_bytes - int(pool_part * overhead)
-    new = int((budget - rest) / overhead) // POOL_CHUNK * POOL_CHUNK
+    step = pool_step(rec.facts)
+    new = int((budget - rest) / overhead) // step * step
     new = max(POOL_CHUNK, new)
     put_setting(rec, view, "innodb_buffer_pool_size", Bytes(new),
          f"lowered from {gib(pool_part)} so the worst case ({gib(est.total_bytes)} with "
