@@ -16,6 +16,16 @@ many runs measures the same sequence as one long run:
    (defaults, rules, ceiling in turn: drift with the machine's load) and one repeat of an
    earlier Sobol point (noise away from the anchors).
 
+3. with ``--finalists K`` (run after the sequence): the finalists. The best of many single
+   noisy runs is biased upward (the winner's curse: of 40 configs measured once at ~14% run
+   noise, the top row is mostly luck), and a surrogate fitted on it invents a fast region
+   where one lucky run stood. TUNA (EuroSys'25) re-measures its finalists before it believes
+   them; here the K Sobol points with the best median so far are measured again, round by
+   round, until each of the K best has ``FINALIST_RUNS`` runs (a point that drops out of the
+   K best after a repeat makes room for the next), with a rules anchor after every round
+   (drift). These rows are ``repeat-sobol`` rows marked ``"phase": "finalists"``; the
+   sequence of step 2 goes on after them unchanged.
+
 Each row records os.getloadavg() before and after and the share of CPU time the hypervisor
 took meanwhile (steal): other work on the machine is part of the noise, and the data says how
 much there was.
@@ -26,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,6 +58,8 @@ from .scenario import Scenario, durability_off, get
 CYCLE = 10  # rows per cycle after the screen: 8 Sobol, 1 anchor repeat, 1 Sobol repeat
 ANCHOR_SLOT, REPEAT_SLOT = 9, 4
 ANCHORS = ("default", "rules", "ceiling")
+FINALISTS_PHASE = "finalists"
+FINALIST_RUNS = 3  # the median of three runs: one lucky run no longer decides a finalist
 SOBOL_SEED = 20261123
 # Engines run as managed servers by the shared evaluator (pick_server); every other engine
 # is measured by its own evaluator (Engine.evaluator), in the scenario's memory cgroup.
@@ -99,6 +112,43 @@ def point_for(row: int, ctx: CollectContext, rows: list[dict[str, Any]] | None =
         return Point("repeat-sobol", sobol_config(ctx.space, index), index)
     index = cycle * (CYCLE - 2) + slot - (1 if slot > REPEAT_SLOT else 0)
     return Point("sobol", sobol_config(ctx.space, index), index)
+
+
+def sequence_length(rows: list[dict[str, Any]]) -> int:
+    """How far the fixed sequence has come: every row but the finalists'."""
+    return sum(1 for r in rows if r.get("phase") != FINALISTS_PHASE)
+
+
+def finalists_due(ctx: CollectContext, rows: list[dict[str, Any]], count: int,
+                  runs: int = FINALIST_RUNS) -> list[Point]:
+    """The finalists still short of ``runs`` runs, fewest runs first, then best median: of
+    the Sobol points, the ``count`` whose runs so far have the highest median (a failed run
+    counts 0 tps). Empty when the ``count`` best all have their runs."""
+    groups: dict[int, list[float]] = {}
+    for r in rows:
+        if r.get("kind") in ("sobol", "repeat-sobol") and r.get("sobol") is not None:
+            groups.setdefault(int(r["sobol"]), []).append(dataset.tps(r) if r.get("ok") else 0.0)
+    ranked = sorted(groups, key=lambda i: (-statistics.median(groups[i]), i))[:count]
+    due = sorted((i for i in ranked if len(groups[i]) < runs),
+                 key=lambda i: (len(groups[i]), ranked.index(i)))
+    return [Point("repeat-sobol", sobol_config(ctx.space, i), i) for i in due]
+
+
+def next_finalist(ctx: CollectContext, rows: list[dict[str, Any]], count: int) -> Point | None:
+    """The next row of the finalists' phase, None when it is done: the rules again after
+    every ``count`` finalist runs (the machine's drift, as the sequence's anchors), else the
+    finalist due first."""
+    due = finalists_due(ctx, rows, count)
+    if not due:
+        return None
+    since = 0
+    for r in reversed(rows):
+        if r.get("phase") != FINALISTS_PHASE or r.get("kind") == "repeat-rules":
+            break
+        since += 1
+    if ctx.rules is not None and since >= count:
+        return Point("repeat-rules", ctx.anchor("rules", rows))
+    return due[0]
 
 
 # ------------------------------------------------------------------------------ the context
@@ -256,10 +306,11 @@ def measure_row(ctx: CollectContext, row: int, point: Point, run_id: str) -> dic
 
 
 def collect(ctx: CollectContext, data_dir: Path, *, minutes: float | None = None,
-            max_rows: int | None = None, force: bool = False,
+            max_rows: int | None = None, force: bool = False, finalists: int = 0,
             log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)) -> int:
     """Append rows until the time or row limit; returns the rows added. Resumes where the
-    dataset ends."""
+    dataset ends. ``finalists``: measure the finalists (step 3 of the module's docstring)
+    instead of going on with the sequence, until they have their runs or a limit comes."""
     scn = ctx.scenario
     path = dataset.rows_path(scn.name, data_dir)
     prov_path = dataset.provenance_path(scn.name, data_dir)
@@ -290,8 +341,19 @@ def collect(ctx: CollectContext, data_dir: Path, *, minutes: float | None = None
                     break
                 if deadline is not None and time.monotonic() >= deadline:
                     break
-                point = point_for(len(rows), ctx, rows)
+                phase = None
+                if finalists:
+                    point = next_finalist(ctx, rows, finalists)
+                    if point is None:
+                        log(f"[{scn.name}] the {finalists} best Sobol points have "
+                            f"{FINALIST_RUNS} runs each: finalists done")
+                        break
+                    phase = FINALISTS_PHASE
+                else:
+                    point = point_for(sequence_length(rows), ctx, rows)
                 row = measure_row(ctx, len(rows), point, run_id)
+                if phase:
+                    row["phase"] = phase
                 dataset.append_row(f, row)
                 rows.append(row)
                 added += 1
@@ -548,6 +610,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--force", action="store_true",
                    help="collect even when the screen shows no room beyond the noise")
     p.add_argument("--data-dir", default=str(dataset.DATA_DIR), help="where the datasets live")
+    p.add_argument("--finalists", type=int, default=0, metavar="K",
+                   help=f"measure the K best Sobol points again until each has "
+                        f"{FINALIST_RUNS} runs, instead of going on with the sequence")
     return p.parse_args(argv)
 
 
@@ -563,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"[{scn.name}] note: {EMULATION_NOTE}")
         ctx = open_real(scn, log=log)
         added = collect(ctx, Path(args.data_dir), minutes=args.minutes, max_rows=args.max_rows,
-                        force=args.force, log=log)
+                        force=args.force, finalists=max(0, args.finalists), log=log)
         log(f"[{scn.name}] added {added} rows")
         return 0
     except (Interrupted, KeyboardInterrupt):

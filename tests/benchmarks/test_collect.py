@@ -181,3 +181,74 @@ def test_provenance_says_when_the_machine_was_busy(monkeypatch):
     one = load_note([{"loadavg_before": [5.0, 1, 1]}], 1)
     assert "other work ran" in one
     assert load_note([], 8) is None
+
+
+def test_finalists_are_measured_until_the_best_have_three_runs_with_the_rules_between(tmp_path):
+    from benchmarks.collect import FINALIST_RUNS, FINALISTS_PHASE
+
+    ctx = make_dataset(tmp_path, rows=9 + 2 * CYCLE, noise=0.2, force=True)
+    before = _rows(tmp_path)
+    collect(ctx, tmp_path, finalists=3, force=True, log=lambda s: None)
+    rows = _rows(tmp_path)
+    new = rows[len(before):]
+    assert new and all(r["phase"] == FINALISTS_PHASE for r in new)
+    assert {r["kind"] for r in new} == {"repeat-sobol", "repeat-rules"}
+    runs: dict[int, list[float]] = {}
+    for r in rows:
+        if r["kind"] in ("sobol", "repeat-sobol"):
+            runs.setdefault(r["sobol"], []).append(r["tps"])
+    import statistics
+    best = sorted(runs, key=lambda i: -statistics.median(runs[i]))[:3]
+    assert all(len(runs[i]) >= FINALIST_RUNS for i in best)
+    # the rules come back after every three finalist runs: the drift is measured alongside
+    gaps, n = [], 0
+    for r in new:
+        if r["kind"] == "repeat-rules":
+            gaps.append(n)
+            n = 0
+        else:
+            n += 1
+    assert gaps and all(g == 3 for g in gaps)
+    # a second call has nothing left to do
+    assert collect(ctx, tmp_path, finalists=3, force=True, log=lambda s: None) == 0
+
+
+def test_the_sequence_goes_on_unchanged_after_the_finalists(tmp_path):
+    plain, mixed = tmp_path / "plain", tmp_path / "mixed"
+    make_dataset(plain, rows=9 + 2 * CYCLE + 5)
+    ctx = make_dataset(mixed, rows=9 + 2 * CYCLE)
+    collect(ctx, mixed, finalists=2, log=lambda s: None)
+    collect(ctx, mixed, max_rows=5, log=lambda s: None)
+
+    def sequence(rows):
+        return [(r["kind"], r["params"]) for r in rows if "phase" not in r]
+
+    assert sequence(_rows(mixed)) == sequence(_rows(plain))
+
+
+def test_a_lucky_finalist_that_drops_out_makes_room_for_the_next(tmp_path):
+    from benchmarks.collect import sobol_config
+    from pmem_advisor.tuner.evaluator import Evaluator, Measurement
+
+    from .synthetic import tuner_space
+
+    lucky = sobol_config(tuner_space(), 3)
+
+    class OneLuckyRun(Evaluator):
+        """Every config runs 1,000 tps, but Sobol point 3 ran 5,000 once and 500 since."""
+
+        def __init__(self):
+            self.seen = 0
+
+        def evaluate(self, config):
+            if config == lucky:
+                self.seen += 1
+                return Measurement(ok=True, throughput_tps=5000.0 if self.seen == 1 else 500.0)
+            return Measurement(ok=True, throughput_tps=1000.0)
+
+    ctx = collect_context(evaluator=OneLuckyRun())
+    collect(ctx, tmp_path, max_rows=9 + CYCLE, force=True, log=lambda s: None)
+    collect(ctx, tmp_path, finalists=1, force=True, log=lambda s: None)
+    rows = [r for r in _rows(tmp_path) if r.get("phase") and r["kind"] == "repeat-sobol"]
+    assert [r["sobol"] for r in rows[:2]] == [3, 3]  # believed until its median fell
+    assert rows[2]["sobol"] != 3 and rows[2]["tps"] == 1000.0  # then the next best
