@@ -383,23 +383,46 @@ def make_temp_dir(parent_fd: int, prefix: str, mode: int = 0o700) -> tuple[int, 
 
 
 # -- removing -------------------------------------------------------------------------------------
-def clear_dir_fd(dfd: int, keep: tuple[str, ...] = (), last: str | None = None) -> None:
-    """Remove every entry of the held directory ``dfd`` (``keep`` excepted; ``last`` removed
-    after all others), each relative to it: a subtree by ``shutil.rmtree(dir_fd=...)``, which
-    never follows a link, anything else by ``unlinkat``."""
+# Removal passes over a directory before what is still in it is reported: an entry that
+# appears meanwhile (a writer ending) goes in the next pass.
+CLEAR_PASSES = 3
+
+
+def clear_dir_fd(dfd: int, keep: tuple[str, ...] = (), last: str | None = None) -> list[str]:
+    """Remove every entry of the held directory ``dfd`` (``keep`` excepted), each relative to
+    it: a subtree by ``shutil.rmtree(dir_fd=...)``, which never follows a link, anything else
+    by ``unlinkat``. The directory is listed again after each pass until a listing shows
+    nothing left; ``last`` (a marker) goes only then, so a directory something still wrote
+    into keeps it. Returns the names left (besides ``keep`` and ``last``), [] when cleared."""
+    for _ in range(CLEAR_PASSES):
+        left = _entries(dfd, keep, last)
+        if not left:
+            break
+        for name in left:
+            _remove_entry(dfd, name)
+    else:
+        left = _entries(dfd, keep, last)
+        if left:
+            return left
+    if last is not None and last not in keep:
+        _remove_entry(dfd, last)
+    return []
+
+
+def _entries(dfd: int, keep: tuple[str, ...], last: str | None) -> list[str]:
     with os.scandir(dfd) as it:
-        names = sorted((e.name for e in it), key=lambda n: n == last)
-    for name in names:
-        if name in keep:
-            continue
-        try:
-            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
-                shutil.rmtree(name, dir_fd=dfd, ignore_errors=True)
-            else:
-                os.unlink(name, dir_fd=dfd)
-        except FileNotFoundError:
-            continue
+        return sorted(e.name for e in it if e.name not in keep and e.name != last)
+
+
+def _remove_entry(dfd: int, name: str) -> None:
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(name, dir_fd=dfd, ignore_errors=True)
+        else:
+            os.unlink(name, dir_fd=dfd)
+    except FileNotFoundError:
+        pass
 
 
 def remove_tree(path: str | Path, *, check: Callable[[int], str | None] | None = None,
@@ -410,7 +433,8 @@ def remove_tree(path: str | Path, *, check: Callable[[int], str | None] | None =
     ``check(fd)`` runs on the opened directory and returns why to leave it alone (or None);
     everything afterwards happens relative to that same descriptor, so a swap of the name for
     a link or another directory after the check removes nothing else. Returns why it was left
-    alone, or None (done, or nothing there)."""
+    alone or not cleared (entries that kept appearing or could not go: ``last`` stays with
+    them), or None (done, or nothing there)."""
     path = Path(os.path.abspath(path))
     try:
         pfd = open_dir(path.parent)
@@ -433,7 +457,11 @@ def remove_tree(path: str | Path, *, check: Callable[[int], str | None] | None =
             why = check(fd) if check is not None else None
             if why:
                 return why
-            clear_dir_fd(fd, keep, last)
+            left = clear_dir_fd(fd, keep, last)
+            if left:
+                shown = ", ".join(left[:3]) + (", ..." if len(left) > 3 else "")
+                return (f"{path}: {len(left)} entries could not be removed ({shown})"
+                        + (f"; {last}, if there, is kept" if last else ""))
             if keep_dir:
                 return None
             held = os.fstat(fd)

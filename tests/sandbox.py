@@ -1,11 +1,14 @@
 """The test run's server sandbox: every managed instance any test starts lives under one
 temporary base (its registry and work dirs), and at the end nothing may remain there:
-no server process, no instance record, no instance directory."""
+no server process, no instance record, no instance directory. Also: a signal landing while a
+child is started (``signal_after_fork``), and whether a child was waited for (``reaped``)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -66,3 +69,42 @@ def find_server(engine: str, source: str, version: str | None = None):
         if version is None or s.version.startswith(version):
             return s
     pytest.skip(f"no {engine} server from {source} {version or ''} installed".replace("  ", " "))
+
+
+@contextmanager
+def signal_after_fork(program: str, to: str = "", sig: int = signal.SIGINT
+                      ) -> Iterator[list[int]]:
+    """Send ``sig`` to this process right after ``program`` (its last argument starting with
+    ``to``) is forked, before ``subprocess.Popen`` returns: where a Ctrl-C lands on a loaded
+    machine, which stretches the fork and exec to milliseconds. Python's handler runs at the
+    next bytecode boundary, inside Popen. Yields the list the child's pid goes in (once)."""
+    real = subprocess.Popen._execute_child
+    started: list[int] = []
+
+    def execute_child(self, args, *rest, **kw):
+        real(self, args, *rest, **kw)
+        if not started and args[0] == program and str(args[-1]).startswith(to):
+            started.append(self.pid)
+            os.kill(os.getpid(), sig)
+
+    # raised as KeyboardInterrupt also where the suite was started with SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    subprocess.Popen._execute_child = execute_child
+    try:
+        yield started
+    finally:
+        subprocess.Popen._execute_child = real
+        signal.signal(signal.SIGINT, previous)
+
+
+def reaped(pid: int) -> bool:
+    """Whether the child ``pid`` was waited for already (it writes nothing any more). A child
+    still running or unreaped is ended here, so that it outlives no test."""
+    try:
+        got, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    if got == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    return False

@@ -132,13 +132,20 @@ def stream(argv: list[str], *, what: str, timeout: float, on_sample: Callable[
     stderr) as they arrive. ``on_sample(samples_so_far)`` returning True stops the tool with
     SIGINT (then SIGTERM, SIGKILL): the run ends early, recorded as ``stopped_early``. A non-zero
     exit of a run that was not stopped raises with the tool's error, like ``run_tool``."""
+    from pmem_advisor.instances.registry import deferred_signals, end_child
     from pmem_advisor.workloads.base import tool_error
 
+    proc: subprocess.Popen | None = None
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                errors="replace", env=env, cwd=cwd, bufsize=1)
+        with deferred_signals():  # a Ctrl-C inside Popen would leave the tool running unowned
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, errors="replace", env=env, cwd=cwd, bufsize=1)
     except OSError as e:
         raise EnvironmentProblem(f"{what} could not start: {e.strerror or e}") from e
+    except BaseException:
+        if proc is not None:
+            end_child(proc)
+        raise
     reports = proc.stdout if report_stream == "stdout" else proc.stderr
     other = proc.stderr if report_stream == "stdout" else proc.stdout
     other_text: list[str] = []
@@ -164,7 +171,7 @@ def stream(argv: list[str], *, what: str, timeout: float, on_sample: Callable[
                 _interrupt(proc)
         proc.wait()
     except BaseException:
-        _kill(proc)
+        end_child(proc)  # killed and waited for: it writes no more logs into the scratch
         raise
     finally:
         timer.cancel()

@@ -8,11 +8,11 @@ Subclasses supply the engine specifics (init command, server command, readiness,
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -27,7 +27,8 @@ from typing import Any
 import psutil
 
 from pmem_advisor.connection import ConnInfo
-from pmem_advisor.errors import ServerError, UsageError
+from pmem_advisor.errors import AdvisorError, ServerError, UsageError
+from pmem_advisor.fileio import remove_tree
 from pmem_advisor.instances import golden, registry
 from pmem_advisor.instances.discovery import ServerBinary
 from pmem_advisor.instances.privileges import (
@@ -315,21 +316,26 @@ class Instance(ABC):
             start = log.tell()
             log.write(f"\n--- pmem-advisor: {' '.join(cmd)}\n".encode())
             log.flush()
-            # Its own process group: initdb starts a bootstrap postgres that outlives a killed
-            # initdb and would write on into the directory our cleanup is emptying.
-            proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.home, env=self.env(), start_new_session=True,
-                **self.user.popen_kwargs(),
-            )
+            proc: subprocess.Popen | None = None
             try:
+                # Its own process group: initdb starts a bootstrap postgres that outlives a
+                # killed initdb and would write on into the directory our cleanup is emptying.
+                # Started with the signals held: a Ctrl-C in Popen would leave it unowned.
+                with registry.deferred_signals():
+                    proc = subprocess.Popen(
+                        cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                        cwd=self.home, env=self.env(), start_new_session=True,
+                        **self.user.popen_kwargs(),
+                    )
                 returncode = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired as e:
+                assert proc is not None
                 _end_group(proc)
                 raise ServerError(f"{what} timed out after {timeout:.0f} s",
                                   log_tail=self.log_tail()) from e
             except BaseException:  # Ctrl-C, SIGTERM: nothing of the tool may run on
-                _end_group(proc)
+                if proc is not None:
+                    _end_group(proc)
                 raise
         text = self._log_since(start)
         if returncode != 0:
@@ -368,23 +374,27 @@ class Instance(ABC):
         self._write_config(config_text)
         offset = self.log_path.stat().st_size
         births = self.cgroup.births() if self.cgroup is not None else nullcontext()
-        with open(self.log_path, "ab") as log, births:  # the server is born in its cgroup
-            self._proc = subprocess.Popen(
-                self._server_command(), stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, cwd=self.home, env=self.env(),
-                start_new_session=True,  # Ctrl-C reaches us, not the server: we stop it cleanly
-                **self.user.popen_kwargs(),
-            )
-        self._clean_stop = False
-        self.record.server_pid = self._proc.pid
-        registry.save(self.record)
         try:
+            with open(self.log_path, "ab") as log, births:  # the server is born in its cgroup
+                # Started with the signals held: a Ctrl-C in Popen would leave a server that
+                # nobody stops writing on into the data directory the cleanup empties.
+                with registry.deferred_signals():
+                    self._proc = subprocess.Popen(
+                        self._server_command(), stdout=log, stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL, cwd=self.home, env=self.env(),
+                        # Ctrl-C reaches us, not the server: we stop it cleanly
+                        start_new_session=True, **self.user.popen_kwargs(),
+                    )
+                    self._clean_stop = False
+                    self.record.server_pid = self._proc.pid
+            registry.save(self.record)
             if self.cgroup is not None:  # before it forks: its children are born inside
                 self.cgroup.add(self._proc.pid)
             self._wait_ready(offset)
             self._after_start()
         except BaseException:
-            self._kill()
+            if self._proc is not None:  # (not when Popen itself failed: nothing started)
+                self._kill()
             raise
 
     def _wait_ready(self, offset: int) -> None:
@@ -542,15 +552,20 @@ class Instance(ABC):
             self._kill()
         finally:
             self._destroyed = True
-            self._remove_files()
-            registry.forget(self.id)
+            if self._remove_files():  # kept, markers and all: the next reaper finishes it
+                self.record.server_pid = None
+                with contextlib.suppress(OSError, AdvisorError):
+                    registry.save(self.record)
+            else:
+                registry.forget(self.id)
             registry.untrack(self)
 
-    def _remove_files(self) -> None:
-        for d in self._remove:
-            shutil.rmtree(d, ignore_errors=True)
-        for d in self._empty:
-            registry.empty_dir(d)
+    def _remove_files(self) -> list[str]:
+        """Remove the directories we made and empty the user's; each marker goes last, only
+        once nothing else is left. Returns what was left and why ([] when all went)."""
+        left = [remove_tree(d, last=MARKER) for d in self._remove]
+        left += [registry.empty_dir(d) for d in self._empty]
+        return [why for why in left if why]
 
     def _check_alive_object(self) -> None:
         if self._destroyed:

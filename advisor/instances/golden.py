@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -41,10 +40,12 @@ def exists(inst: Instance, name: str = "golden") -> bool:
 
 def copy_tree(src: Path, dst: Path) -> None:
     """Copy the contents of ``src`` into the existing directory ``dst``, keeping owners and
-    modes; reflinks where the filesystem can."""
-    r = subprocess.run(
-        ["cp", "-a", "--reflink=auto", f"{src}/.", f"{dst}/"], capture_output=True, text=True
-    )
+    modes; reflinks where the filesystem can. Interrupted, ``cp`` is gone (killed and waited
+    for) before the interrupt goes on: the cleanup that empties ``dst`` has no writer racing
+    it (``registry.run_child``)."""
+    from pmem_advisor.instances.registry import run_child
+
+    r = run_child(["cp", "-a", "--reflink=auto", f"{src}/.", f"{dst}/"])
     if r.returncode != 0:
         msg = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
         raise EnvironmentProblem(f"copying {src} to {dst} failed: {msg}")

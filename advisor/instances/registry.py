@@ -17,12 +17,15 @@ alone and said.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import signal
 import stat
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -328,11 +331,12 @@ def remove_files(rec: Record) -> list[str]:
     return [w for w in left if not w.endswith("does not exist")]
 
 
-def empty_dir(path: Path, keep: tuple[str, ...] = ()) -> None:
+def empty_dir(path: Path, keep: tuple[str, ...] = ()) -> str | None:
     """Remove a directory's contents, keeping the directory (it was the user's) and the
-    entries named in ``keep``; the marker goes last, so a SIGKILL halfway leaves a directory
-    still provably ours."""
-    remove_tree(path, keep_dir=True, keep=keep, last=MARKER)
+    entries named in ``keep``; the marker goes last, and only once nothing else is left, so a
+    SIGKILL halfway (or a writer we did not stop) leaves a directory still provably ours.
+    Returns what was left and why, or None."""
+    return remove_tree(path, keep_dir=True, keep=keep, last=MARKER)
 
 
 def reap(rec: Record) -> list[str]:
@@ -507,3 +511,96 @@ def _install_hooks() -> None:
         # Only where nobody else handles the signal: never override a host's handler.
         if signal.getsignal(sig) in (signal.SIG_DFL, None):
             signal.signal(sig, _on_signal)
+
+
+# --- children started and ended so that none outlives an interrupt unowned ---------------
+#
+# A Ctrl-C (or SIGTERM, SIGHUP) unwinds the run through ``finally`` blocks that stop what it
+# started and remove its directories. That works only for a child whose ``Popen`` the
+# interrupted code already holds: a signal that lands while ``subprocess.Popen`` starts it
+# (after the fork, before the constructor returns; a loaded machine stretches that to
+# milliseconds) raises inside the constructor, which neither kills nor waits for the child it
+# made. A golden copy's ``cp -a`` then went on writing into the data directory after the
+# cleanup had emptied it and dropped its record, and the next ``tune --resume`` refused the
+# unmarked, non-empty --data-dir. So children are started with these signals held, and a
+# held signal is acted on once the starter owns the child, inside its ``try``.
+
+DEFERRED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def deferred_signals(signals: tuple[int, ...] = DEFERRED) -> Iterator[None]:
+    """Hold ``signals`` while the body runs (keep it short: a child's start), then act on
+    those that arrived as their handlers would have on arrival (``KeyboardInterrupt`` for
+    SIGINT, the run's own handlers for SIGTERM and SIGHUP). Only the main thread runs Python
+    signal handlers, so elsewhere this holds nothing; an ignored signal stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        arrived.append(signum)
+
+    previous: list[tuple[int, Any]] = []
+    try:
+        for sig in signals:
+            handler = signal.getsignal(sig)
+            if handler in (signal.SIG_IGN, None):  # ignored, or not set from Python
+                continue
+            previous.append((sig, handler))
+            signal.signal(sig, hold)
+        yield
+    finally:
+        _restore_handlers(previous)
+        _raise_signals(list(dict.fromkeys(arrived)))  # now, through the handlers put back
+
+
+def _raise_signals(signums: list[int]) -> None:
+    """Raise each signal in turn, also when an earlier one's handler raises (the last
+    exception goes on, the earlier ones as its context)."""
+    if signums:
+        try:
+            signal.raise_signal(signums[0])
+        finally:
+            _raise_signals(signums[1:])
+
+
+def _restore_handlers(previous: list[tuple[int, Any]]) -> None:
+    """Put every handler back, even when a signal whose handler is back already raises
+    meanwhile (an entry leaves the list only once its handler is in place)."""
+    try:
+        while previous:
+            sig, handler = previous[-1]
+            signal.signal(sig, handler)
+            previous.pop()
+    finally:
+        if previous:
+            _restore_handlers(previous)
+
+
+def run_child(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, capture_output=True, text=True, **kwargs)`` whose child never
+    outlives it: started with the signals held, killed and waited for on any exception
+    (``subprocess.run`` waits at most 0.25 s after a Ctrl-C, then leaves it running)."""
+    proc: subprocess.Popen | None = None
+    try:
+        with deferred_signals():
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, **kwargs)
+        out, err = proc.communicate()
+    except BaseException:
+        if proc is not None:
+            end_child(proc)
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def end_child(proc: subprocess.Popen) -> None:
+    """SIGKILL ``proc`` and wait until it has exited: whatever it was writing, it writes no
+    more once this returns. A signal during that (short) wait is held until it is over."""
+    with deferred_signals():
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        proc.wait()

@@ -133,3 +133,52 @@ def test_a_full_or_read_only_filesystem_is_an_environment_problem(tmp_path, monk
     assert e.value.exit_code == EXIT_ENVIRONMENT and str(f) in str(e.value)
     assert f.read_text() == "old\n"
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def _writer_racing_rmtree(monkeypatch, directory, times):
+    """A writer that lands a subdirectory with a file in ``directory`` after each of the
+    first ``times`` subtree removals (a tool that was not stopped yet)."""
+    from pmem_advisor import fileio
+
+    real, calls = fileio.shutil.rmtree, []
+
+    def rmtree(path, *args, **kwargs):
+        real(path, *args, **kwargs)
+        if len(calls) < times:
+            calls.append(path)
+            (directory / f"late{len(calls)}").mkdir()
+            (directory / f"late{len(calls)}" / "f").write_text("x")
+
+    monkeypatch.setattr(fileio.shutil, "rmtree", rmtree)
+
+
+def _tree(directory):
+    (directory / "base" / "1").mkdir(parents=True)
+    (directory / "base" / "1" / "f").write_text("x")
+    (directory / ".marker").write_text("id\n")
+
+
+def test_an_entry_that_lands_while_a_directory_is_emptied_goes_too_marker_last(tmp_path,
+                                                                                monkeypatch):
+    """Emptying lists the directory again until a listing is clean: a file a dying writer
+    landed after the first listing is not left behind, unmarked, to block the next run."""
+    from pmem_advisor.fileio import remove_tree
+
+    d = tmp_path / "data"
+    _tree(d)
+    _writer_racing_rmtree(monkeypatch, d, times=1)
+    assert remove_tree(d, keep_dir=True, last=".marker") is None
+    assert list(d.iterdir()) == []
+
+
+def test_a_directory_still_written_into_keeps_its_marker(tmp_path, monkeypatch):
+    """A writer that does not stop: what it keeps writing is reported, and the marker (the
+    next reaper's permission to empty the directory) stays with it."""
+    from pmem_advisor.fileio import remove_tree
+
+    d = tmp_path / "data"
+    _tree(d)
+    _writer_racing_rmtree(monkeypatch, d, times=100)
+    why = remove_tree(d, last=".marker")
+    assert why and "could not be removed" in why and "late" in why
+    assert (d / ".marker").read_text() == "id\n"

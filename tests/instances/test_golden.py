@@ -15,6 +15,7 @@ import pytest
 from pmem_advisor.errors import UsageError
 from pmem_advisor.instances import create_instance
 from tests.instances.conftest import find_server
+from tests.sandbox import reaped, signal_after_fork
 
 pytestmark = pytest.mark.server
 
@@ -153,6 +154,23 @@ def test_a_restore_into_a_fresh_empty_directory_marks_it_before_copying(shm_dir,
         assert registry.remove_files(rec) == [] and not list(data.iterdir())
         monkeypatch.undo()
 
+
+
+def test_a_ctrl_c_while_the_copy_starts_leaves_no_cp_writing(tmp_path):
+    """The interrupt lands while ``subprocess.Popen`` starts ``cp -a`` (after the fork): the
+    cp must be gone, killed and waited for, before the interrupt goes on. Unowned, it went on
+    copying into the data directory after the cleanup had emptied it and dropped its record,
+    and `tune --resume` refused the --data-dir as "not empty"."""
+    from pmem_advisor.instances import golden
+
+    src, dst = tmp_path / "golden", tmp_path / "data"
+    src.mkdir()
+    dst.mkdir()
+    for i in range(50):
+        (src / f"f{i}").write_bytes(os.urandom(1 << 16))
+    with signal_after_fork("cp", to=str(dst)) as started, pytest.raises(KeyboardInterrupt):
+        golden.copy_tree(src, dst)
+    assert started and reaped(started[0])
 
 def _resident_bytes(tree) -> tuple[int, int]:
     """(bytes of ``tree``'s regular files in the page cache, their total size), by fincore."""

@@ -412,3 +412,29 @@ def test_an_interrupted_init_tool_leaves_no_process_of_it(shm_dir, monkeypatch):
         while time.monotonic() < deadline:  # a live writer would grow it every 50 ms
             assert beat.stat().st_size == size
             time.sleep(0.2)
+
+
+def test_a_data_dir_still_written_into_at_destroy_keeps_its_marker_and_record(shm_dir,
+                                                                             monkeypatch):
+    """Something writes on into the data directory while destroy empties it (a tool that
+    was not stopped): the directory keeps its marker and the instance its record, so the next
+    run's reaper empties it, rather than the record going and the next run refusing an
+    unmarked, non-empty --data-dir."""
+    from pmem_advisor import fileio
+
+    data = shm_dir / "written-into"
+    inst = create_instance(find_server("pg-debian"), data_dir=data)
+    real = fileio.shutil.rmtree
+
+    def writer_goes_on(path, *args, **kwargs):
+        real(path, *args, **kwargs)
+        (data / "base").mkdir(exist_ok=True)
+        (data / "base" / "1").write_text("x")
+
+    (data / "base").mkdir()
+    monkeypatch.setattr(fileio.shutil, "rmtree", writer_goes_on)
+    inst.destroy()
+    monkeypatch.undo()
+    assert registry.marker_of(data) == inst.id
+    rec = next(r for r in registry.load_all() if r.id == inst.id)
+    assert registry.reap(rec) == [] and not data.exists()  # as the next run's reaper does

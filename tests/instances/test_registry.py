@@ -184,3 +184,32 @@ def test_an_evaluators_scratch_outlives_a_sigkill_only_until_the_next_reaper(tmp
     s.close()
     s.close()
     assert not s.path.exists()
+
+
+def test_signals_held_while_a_child_starts_are_acted_on_after_by_their_handlers():
+    """``deferred_signals``: a signal that arrives in the block runs its handler only after
+    the block (where the starter owns its child), each handler back in place; an ignored
+    signal stays ignored."""
+    got: list[int] = []
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: got.append(signum))
+    try:
+        with registry.deferred_signals((signal.SIGUSR1, signal.SIGUSR2)):
+            os.kill(os.getpid(), signal.SIGUSR1)
+            os.kill(os.getpid(), signal.SIGUSR1)
+            assert got == []
+        assert got == [signal.SIGUSR1]  # once: a signal is pending once, as without the hold
+        assert signal.getsignal(signal.SIGUSR2) is signal.SIG_DFL  # put back, unraised
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+        with registry.deferred_signals((signal.SIGUSR1,)):
+            assert signal.getsignal(signal.SIGUSR1) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with registry.deferred_signals():
+                signal.raise_signal(signal.SIGINT)
+                finished = True  # the Ctrl-C did not cut the block short
+        assert finished and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)

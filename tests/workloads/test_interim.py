@@ -15,6 +15,7 @@ from pmem_advisor.workloads.interim import (
     steady_window,
     stream,
 )
+from tests.sandbox import reaped, signal_after_fork
 
 PGBENCH = """starting vacuum...end.
 progress: 1.0 s, 812.9 tps, lat 4.901 ms stddev 2.112, 0 failed
@@ -124,3 +125,12 @@ def test_a_ctrl_c_while_the_stream_starts_leaves_no_thread_to_wait_for(monkeypat
     waited_for = [t for t in threading.enumerate()
                   if t.is_alive() and not t.daemon and t is not threading.main_thread()]
     assert not waited_for
+
+
+def test_a_ctrl_c_while_the_tool_starts_leaves_it_neither_running_nor_unreaped():
+    """The interrupt lands while ``subprocess.Popen`` starts the load generator (after the
+    fork): the tool must be killed and waited for, not left writing its logs into a scratch
+    directory the cleanup is removing."""
+    with signal_after_fork(sys.executable) as started, pytest.raises(KeyboardInterrupt):
+        stream(_script(200, delay=0.05), what="fake", timeout=60)
+    assert started and reaped(started[0])
