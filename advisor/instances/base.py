@@ -518,14 +518,18 @@ class Instance(ABC):
         self._reap_leftovers()
 
     def _kill_group(self, proc: subprocess.Popen) -> None:
+        """SIGKILL the server and every process of it, and wait until none is left. Its
+        processes are listed while the leader lives: PostgreSQL's children lead sessions of
+        their own (setsid), and once the postmaster is reaped nothing ties them to it."""
+        family = registry.server_processes(self.record) if proc.poll() is None else []
         if proc.poll() is None:
             proc.kill()
         proc.wait()
-        for p in registry.server_processes(self.record):
-            try:
+        procs = {p.pid: p for p in [*family, *registry.server_processes(self.record)]}
+        for p in procs.values():
+            with contextlib.suppress(psutil.Error):  # gone already (or its pid reused)
                 p.kill()
-            except Exception:  # noqa: BLE001 - already gone
-                pass
+        psutil.wait_procs(list(procs.values()), timeout=10)
 
     def _reap_leftovers(self) -> None:
         """After a crash or SIGKILL: kill orphaned server children, tidy, forget the pid."""

@@ -438,3 +438,24 @@ def test_a_data_dir_still_written_into_at_destroy_keeps_its_marker_and_record(sh
     assert registry.marker_of(data) == inst.id
     rec = next(r for r in registry.load_all() if r.id == inst.id)
     assert registry.reap(rec) == [] and not data.exists()  # as the next run's reaper does
+
+
+def test_a_killed_postgres_takes_every_child_with_it():
+    """PostgreSQL's children lead sessions of their own: once the postmaster is reaped only
+    the list taken before finds them. A stopped child cannot notice its postmaster died, so
+    only our SIGKILL ends it."""
+    with create_instance(find_server("pg-embedded")) as inst:
+        inst.initialize()
+        inst.start()
+        children = [p for p in registry.server_processes(inst.record) if p.pid != inst.pid]
+        assert children
+        stopped = children[0]
+        os.kill(stopped.pid, signal.SIGSTOP)
+        try:
+            inst._kill()
+            alive = [p.pid for p in children
+                     if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+            assert alive == []
+        finally:
+            if stopped.is_running():
+                stopped.kill()
