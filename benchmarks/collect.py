@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pmem_advisor.errors import EXIT_INTERNAL, AdvisorError, Interrupted
+from pmem_advisor.errors import EXIT_INTERNAL, AdvisorError, Interrupted, UsageError
 from pmem_advisor.tuner.cpu_steal import measure, steal_clause
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 from pmem_advisor.tuner.transfer import from_unit, sobol_points
@@ -622,13 +622,15 @@ def main(argv: list[str] | None = None) -> int:
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     ctx = None
     try:
+        if args.finalists < 0:
+            raise UsageError(f"--finalists must be 0 or more, not {args.finalists}")
         scn = get(args.scenario)
         log(f"[{scn.name}] {scn.title()}")
         if scn.emulated_pmem:
             log(f"[{scn.name}] note: {EMULATION_NOTE}")
         ctx = open_real(scn, log=log)
         added = collect(ctx, Path(args.data_dir), minutes=args.minutes, max_rows=args.max_rows,
-                        force=args.force, finalists=max(0, args.finalists), log=log)
+                        force=args.force, finalists=args.finalists, log=log)
         log(f"[{scn.name}] added {added} rows")
         return 0
     except (Interrupted, KeyboardInterrupt):

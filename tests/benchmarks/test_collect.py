@@ -252,3 +252,12 @@ def test_a_lucky_finalist_that_drops_out_makes_room_for_the_next(tmp_path):
     rows = [r for r in _rows(tmp_path) if r.get("phase") and r["kind"] == "repeat-sobol"]
     assert [r["sobol"] for r in rows[:2]] == [3, 3]  # believed until its median fell
     assert rows[2]["sobol"] != 3 and rows[2]["tps"] == 1000.0  # then the next best
+
+
+def test_a_negative_finalists_count_is_one_line_and_an_exit_code(capsys):
+    from benchmarks.collect import main
+    from pmem_advisor.errors import UsageError
+
+    assert main(["pg18-tpcb-disk", "--finalists", "-1"]) == UsageError.exit_code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --finalists must be 0 or more, not -1"]

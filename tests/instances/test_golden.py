@@ -155,7 +155,6 @@ def test_a_restore_into_a_fresh_empty_directory_marks_it_before_copying(shm_dir,
         monkeypatch.undo()
 
 
-
 def test_a_ctrl_c_while_the_copy_starts_leaves_no_cp_writing(tmp_path):
     """The interrupt lands while ``subprocess.Popen`` starts ``cp -a`` (after the fork): the
     cp must be gone, killed and waited for, before the interrupt goes on. Unowned, it went on
@@ -171,6 +170,7 @@ def test_a_ctrl_c_while_the_copy_starts_leaves_no_cp_writing(tmp_path):
     with signal_after_fork("cp", to=str(dst)) as started, pytest.raises(KeyboardInterrupt):
         golden.copy_tree(src, dst)
     assert started and reaped(started[0])
+
 
 def _resident_bytes(tree) -> tuple[int, int]:
     """(bytes of ``tree``'s regular files in the page cache, their total size), by fincore."""

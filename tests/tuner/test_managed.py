@@ -190,7 +190,6 @@ def test_kill_mid_trial_then_resume(shm_dir, tmp_path):
     assert not [t for t in trials if t.state == TrialState.RUNNING]
 
 
-
 def test_a_ctrl_c_while_a_restore_starts_leaves_the_data_dir_as_it_found_it(shm_dir):
     """What test_kill_mid_trial_then_resume once met in a full run: the Ctrl-C landed while
     the trial's restore was starting `cp -a` into --data-dir; the cp went on copying after the
@@ -218,6 +217,7 @@ def test_a_ctrl_c_while_a_restore_starts_leaves_the_data_dir_as_it_found_it(shm_
         check_data_dir(shm_dir)  # what `tune --resume` checks first
     finally:
         ev.close()
+
 
 @pytest.mark.slow
 def test_repeats_zero_emits_the_rules_config_not_re_measured(run_cli, shm_dir, tmp_path):

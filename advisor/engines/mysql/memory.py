@@ -68,7 +68,9 @@ POOL_CHUNK = 128 * MB  # InnoDB rounds the pool to chunk x instances; 128 MB is 
 def pool_step(facts) -> int:
     """The pool sizes the server runs as set. MySQL rounds the pool up to a multiple of
     innodb_buffer_pool_chunk_size (128 MB) x instances (MySQL 8.0 manual, "Configuring InnoDB
-    Buffer Pool Size"): a fitted pool between two chunks would run a chunk larger. MariaDB
+    Buffer Pool Size"): a fitted pool between two chunks would run a chunk larger. The step is
+    one chunk, exact for the single instance MySQL uses under 1 GB; above that its default 8
+    instances round to whole GiB, which this fit does not model yet. MariaDB
     10.11 and 11.4 read innodb_buffer_pool_chunk_size as a "Deprecated parameter with no
     effect" (their SYSTEM_VARIABLES, knobs/data/generated) and run any whole MiB: 10.11.19
     here read back SET GLOBAL 471 MiB as 471 MiB, and truncated 493,000,000 bytes to 470 MiB."""
