@@ -131,7 +131,9 @@ def test_three_configs_in_turns_one_refused(shm_dir, engine_name):
         assert [m.ok for m in ms] == [True, True, False], [m.failure for m in ms]
         assert any(w.lower() in ms[2].failure.lower() for w in words), ms[2].failure
         for m in ms[:2]:
-            assert m.throughput_tps > 0 and m.duration_s >= 3
+            # each turn measured: a load generator's last 1 s report can be lost at its exit
+            # on a loaded machine, so a 2 s turn may count one second
+            assert m.throughput_tps > 0 and m.duration_s >= m.raw["turns"]
             assert m.raw["turns"] == 2 and m.raw["turn_s"] == 2 and m.raw["side_by_side"] == 3
             assert len(m.raw["turn_tps"]) == 2
         assert seen["config 1"] == {psutil.STATUS_STOPPED}  # paused while config 2 ran
