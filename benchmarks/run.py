@@ -182,6 +182,19 @@ def current_rules(scn: dict[str, Any]) -> dict[str, Any] | None:
             "important": list(rec.important), "fired": list(rec.fired), "memory": memory}
 
 
+def scenario_class(name: str) -> str | None:
+    """A dataset's workload class as its scenario (benchmarks/scenarios/NAME.yaml) defines it
+    now; None when the scenario is gone or unreadable (the dataset's record then decides)."""
+    from .scenario import SCENARIO_DIR
+    from .scenario import load as load_scenario
+
+    path = SCENARIO_DIR / f"{name}.yaml"
+    try:
+        return load_scenario(path).workload_class if path.is_file() else None
+    except (AdvisorError, OSError, ValueError):
+        return None
+
+
 def advisor_arm(data: surrogate.ScenarioData, space: SearchSpace, data_dir: Path,
                 use_transfer: bool = True, now: Any = UNSET) -> tuple[AdvisorArm, list[str]]:
     """The pmem-advisor arm for this scenario, and notes on what knowledge it got: today's
@@ -211,8 +224,9 @@ def advisor_arm(data: surrogate.ScenarioData, space: SearchSpace, data_dir: Path
     sources = []
     if use_transfer:
         sources = transfer.similar_sources(data_dir, engine=scn.get("engine", ""),
-                                           workload_class=scn.get("workload_class", ""),
-                                           exclude={data.name})
+                                           workload_class=(scenario_class(data.name)
+                                                           or scn.get("workload_class", "")),
+                                           exclude={data.name}, class_of=scenario_class)
     learnt = transfer.Transfer.fit(knobs, sources)
     warm = learnt.warm_starts(2, centre=centre, bounds=rules.get("bounds"))
     # Defaults as the last warm start: the rules can lose to them on a host they misjudge.

@@ -303,6 +303,8 @@ def _merge_bounds_priors(rec: Recommendation, fired, view: KnobView) -> None:
                 except UsageError:
                     continue  # a value this flavour/version lacks
             rec.bounds[name] = list(dict.fromkeys(vals))
+            if len(rec.bounds[name]) < 2:  # one value pins the knob: nothing to search first
+                continue
         else:
             rec.bounds[name] = (view.to_base(name, b.lo) if b.lo is not None else None,
                                 view.to_base(name, b.hi) if b.hi is not None else None)

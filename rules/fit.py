@@ -89,6 +89,11 @@ def fit_bounds(rec: Recommendation, view) -> None:
         if not isinstance(bound, tuple) or len(bound) != 2 or bound[1] is None:
             continue
         lo, hi = bound
+        fitted = settings.get(name)
+        if lo is not None and isinstance(fitted, int | float) and fitted < lo:
+            # the pool fitted below a rule's floor: the rules' own config stays in the search
+            lo = fitted
+            rec.bounds[name] = (lo, max(hi, lo))
         at_top, at_bottom = total(name, hi), total(name, lo if lo is not None else 0)
         if at_top is None or at_top <= budget or at_top == at_bottom:
             continue  # fits, no model, or a knob the worst case does not count
@@ -130,3 +135,5 @@ def put_setting(rec: Recommendation, view, name: str, value, why: str) -> None:
         return
     s.reason = f"{s.reason}; {why} ({RULE})"
     s.value, s.text = base, text
+    if name in rec.priors:  # the rules-only trial starts from the fitted value, not the unfit one
+        rec.priors[name] = base

@@ -223,7 +223,8 @@ class TrustRegionSampler(optuna.samplers.BaseSampler):
             points = []
             for _ in range(self.candidates if ranked else 1):
                 values = dict(start)
-                for name in self._moves(list(search_space)):
+                for name in self._moves([n for n in search_space
+                                         if not self._pinned(n, search_space[n])]):
                     values[name] = self._step(name, search_space[name], values[name], radius)
                 points.append(values)
         if len(points) == 1:
@@ -339,9 +340,19 @@ class TrustRegionSampler(optuna.samplers.BaseSampler):
             out[name] = self._valid(name, dist, value_at(u, lo, hi, log))
         return out
 
+    def _pinned(self, name, dist) -> bool:
+        """A choice the rules' bound leaves one value of: a move there changes nothing."""
+        from optuna.distributions import CategoricalDistribution
+
+        bound = self.bounds.get(name)
+        return (isinstance(dist, CategoricalDistribution) and isinstance(bound, list)
+                and len([c for c in dist.choices if c in bound]) == 1)
+
     def _moves(self, names: list[str]) -> list[str]:
         ranked = sorted(names, key=lambda n: self.importance.index(n)
                         if n in self.importance else len(self.importance))
+        if not ranked:
+            return []
         weights = [1.0 / (i + 1) for i in range(len(ranked))]
         k = self._rng.randint(1, max(1, min(self.max_moves, len(ranked))))
         picked: list[str] = []

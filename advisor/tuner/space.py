@@ -255,7 +255,12 @@ def _space_knob(spec: KnobSpec, bound: Any, prior: Any, limits: Limits | None = 
         return SpaceKnob(spec.name, spec.type, spec.scope, spec.default, choices=choices[:3],
                          source="rules" if extra or prior is not None else "catalog")
     if spec.type == "bool":
-        return SpaceKnob(spec.name, spec.type, spec.scope, spec.default, choices=[False, True])
+        # the rules can pin a switch to one value (a bound of one value): then not searched
+        choices = [v for v in (False, True) if not isinstance(bound, list) or v in bound]
+        if len(choices) < 2:
+            return None
+        return SpaceKnob(spec.name, spec.type, spec.scope, spec.default, choices=choices,
+                         source="rules" if isinstance(bound, list) else "catalog")
     if spec.type == "enum":
         allowed = list(bound) if isinstance(bound, list) else list(spec.values or [])
         excluded = list(spec.build_values) + ([] if allow_unsafe else list(spec.risky_values))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import statistics
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,13 +148,18 @@ def _budget(text: Any) -> int | None:
 
 
 def similar_sources(directory: Path, *, engine: str, workload_class: str,
-                    exclude: set[str] = frozenset()) -> list[Source]:
-    """Shipped datasets of the same engine and workload class, except those in ``exclude``."""
+                    exclude: set[str] = frozenset(),
+                    class_of: Callable[[str], str | None] | None = None) -> list[Source]:
+    """Shipped datasets of the same engine and workload class, except those in ``exclude``.
+    ``class_of(name)``: a dataset's class as its scenario defines it today (a dataset records
+    the class it was collected under, which a later finding can change), None: the record's."""
     out = []
     for rows_file in sorted(Path(directory).glob("*.jsonl")):
         if rows_file.stem in exclude:
             continue
         src = read_source(rows_file)
+        if src and class_of is not None:
+            src.workload_class = class_of(src.name) or src.workload_class
         if src and src.engine == engine and src.workload_class == workload_class:
             out.append(src)
     return out

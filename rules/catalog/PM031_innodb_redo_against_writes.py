@@ -12,17 +12,28 @@ knowledge base (``innodb_log_file_size``): a larger log means less checkpoint fl
 longer crash recovery. Measured here (benchmarks/data/mariadb1011-oltp-write-only-disk.jsonl,
 MariaDB 10.11, sysbench write-only, 1 GiB budget, disk): the best row had a 576 MiB pool and
 a 1.25 GiB redo log, 2,698 tps against the baseline's 384 MiB / 128 MiB at 2,028; by hand,
-a 1 GB log was most of a x1.2 edge (shared/design/measured-scenarios.md).
+a 1 GB log was most of a x1.2 edge (shared/design/measured-scenarios.md). Re-collected
+here on 2026-11-28 (Sobol rows, every knob varied), a redo log under 200 MB ran a median
+1,309 tps on write-only (11 rows) against 3,555 to 3,916 for larger ones, and 1,043 against
+1,185 to 1,316 on read-write (10 rows); from 200 MB up the medians are within noise, and a
+4.5 GB log was -2.4% (n.s.) against the rules' 512 MB on the real server
+(benchmarks/data/checks-2026-11-28/redo-4g5-vs-rules.json). The pool, in the same rows
+with a redo log of 200 MB or more: read-write ran 1,119-1,164 tps at 248 MiB, 1,185-1,226 at
+320 MiB, 1,316-1,361 at 544 MiB and 1,357-1,378 at 704 MiB (reads over data ten times the
+default pool: the pool is the cache); write-only was as fast at 272 MiB as at 576 MiB
+(3,865-3,972 against 3,683-4,034), never faster smaller. The MySQL manual ("Configuring
+InnoDB Buffer Pool Size"): the larger the pool, the less disk I/O.
 
 Recommendation (OLTP and mixed workloads, any medium): redo capacity = the buffer pool (the
 dedicated-server baseline gives a quarter of it on MariaDB, 100 MB on MySQL 8.0.30+ at 2 GB
-or less), searched from the baseline to twice the memory budget (at most 64 GB): the write
-rate is what a run measures, not a fact we have before it. The buffer pool is searched from
-half the baseline (the budget rules may lower it to fit) to 75% of the memory budget
-(innodb_dedicated_server's share; the manual allows up to 80% on a dedicated server), and
-no further than the production connections' worst case leaves room for: MEM-FIT lowers the
-top (rules/fit.py, ``fit_bounds``; 562 MB of a 1 GiB budget beside 18 connections), so tune's
-memory gate never has to refuse a trial the bound offered. Both are
+or less), searched from the larger of the baseline and half that redo (a smaller log buys a
+shorter crash recovery, never speed; the rows above show its cost) to twice the memory budget
+(at most 64 GB): the write rate is what a run measures, not a fact we have before it. The
+buffer pool is searched from the baseline (or the lower value MEM-FIT fits it to) up to 75%
+of the memory budget (innodb_dedicated_server's share; the manual allows up to 80% on a
+dedicated server), and no further than the production connections' worst case leaves room
+for: MEM-FIT lowers the top (rules/fit.py, ``fit_bounds``; 562 MB of a 1 GiB budget beside 18
+connections), so tune's memory gate never has to refuse a trial the bound offered. Both are
 bounded here, at a priority above the other speed rules, so the tuner's first trials move
 them first. MySQL before 8.0.30 sizes several files (innodb_log_files_in_group): left to the
 baseline.
@@ -61,15 +72,18 @@ class InnodbRedoAgainstWrites(Rule):
                 f"redo as large as the buffer pool ({pool // MB} MB): a small log forces "
                 "synchronous checkpoints under writes (K23 §3.1 saw one a second with 48 MB x 2; "
                 "MySQL manual: room for an hour of writes); longer crash recovery is the cost"),
-            Bound(name, Bytes(base), Bytes(hi),
-                  reason="the write rate decides: searched from the dedicated-server size to "
-                         "twice the memory budget (K23 §3.1, §5.3.7)")]
+            Bound(name, Bytes(max(base, size // 2)), Bytes(hi),
+                  reason="the write rate decides: searched from half the pool-sized log (a "
+                         "smaller one is never faster; under 200 MB ran 1,309 against 3,555+ "
+                         "tps here) to twice the memory budget (K23 §3.1, §5.3.7)")]
         if pool_hi > pool:  # above 4 GB the baseline already takes 75%
-            # from half the baseline: the memory budget rules may lower the pool to fit
-            out.append(Bound("innodb_buffer_pool_size", Bytes(pool // 2), Bytes(pool_hi),
+            # from the baseline up: a smaller pool is never faster (MEM-FIT lowers this floor
+            # with the pool when the budget needs it)
+            out.append(Bound("innodb_buffer_pool_size", Bytes(pool), Bytes(pool_hi),
                              reason="dedicated server: up to 75% of memory "
-                                    "(innodb_dedicated_server; the manual allows 80%); the "
-                                    "memory gate checks every trial"))
+                                    "(innodb_dedicated_server; the manual allows 80%), never "
+                                    "below the baseline: the pool is InnoDB's only cache under "
+                                    "O_DIRECT; the memory gate checks every trial"))
         return out
 
 

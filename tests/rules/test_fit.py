@@ -75,7 +75,9 @@ def test_a_search_bound_ends_where_the_worst_case_leaves_the_budget():
     # every trial up there
     rec = _rec("mysql", "mariadb", "10.11", 1 * GB, 8)
     lo, hi = rec.bounds["innodb_buffer_pool_size"]
-    assert lo == 256 * MB and 384 * MB < hi < 768 * MB, hi
+    # PM031's floor is the 512 MB baseline; the fitted pool below it takes the floor down
+    assert lo == rec.setting("innodb_buffer_pool_size").value < 512 * MB, lo
+    assert 384 * MB < hi < 768 * MB, hi
     assert _worst(rec, "innodb_buffer_pool_size", hi) <= 1 * GB
     assert _worst(rec, "innodb_buffer_pool_size", int(hi * 1.01)) > 1 * GB
     assert any("search bound innodb_buffer_pool_size" in n and "1.0 GiB" in n
@@ -84,7 +86,7 @@ def test_a_search_bound_ends_where_the_worst_case_leaves_the_budget():
 
 def test_a_search_bound_that_fits_is_left_as_the_rule_gave_it():
     rec = _rec("mysql", "mariadb", "10.11", 4 * GB, 8)
-    assert rec.bounds["innodb_buffer_pool_size"] == (1 * GB, 3 * GB)  # 75% fits beside 18
+    assert rec.bounds["innodb_buffer_pool_size"] == (2 * GB, 3 * GB)  # 75% fits beside 18
     assert _worst(rec, "innodb_buffer_pool_size", 3 * GB) <= 4 * GB
     assert not any(n.startswith("search bound") for n in rec.notes), rec.notes
     assert rec.bounds["innodb_log_file_size"][1] == 8 * GB  # a log file is no memory
@@ -152,3 +154,24 @@ def test_a_lowered_pool_is_what_the_server_runs_and_all_that_fits(flavour, versi
                                   "innodb_buffer_pool_size": pool + step},
                         flavour=flavour, version=version, catalog=None)
     assert bigger.total_bytes > fitted_budget(1 * GB)  # one step more would not fit
+
+
+@pytest.mark.parametrize("clients", [8, 18])
+def test_the_rules_trial_runs_the_fitted_pool_not_the_unfit_one(clients):
+    """MEM-FIT lowers the pool after the rules' priors were taken from it: the tuner's
+    rules-only trial (priors first) must start from what fits, inside the search bound."""
+    from pmem_advisor.knobs.catalog import load_catalog
+    from pmem_advisor.tuner.space import KnobSpec, build_space
+
+    rec = _rec("mysql", "mariadb", "10.11", 1 * GB, clients)
+    pool = rec.setting("innodb_buffer_pool_size").value
+    assert pool < 512 * MB  # the fit lowered it
+    assert rec.priors["innodb_buffer_pool_size"] == pool
+    lo, hi = rec.bounds["innodb_buffer_pool_size"]
+    assert lo <= pool <= hi
+    specs = {k.name: KnobSpec.from_knob(k) for k in load_catalog("mysql", "mariadb", "10.11")}
+    space = build_space(specs, engine="mysql", flavour="mariadb", version="10.11",
+                        important=list(rec.important), bounds=rec.bounds, priors=rec.priors,
+                        rule_settings={s.name: s.value for s in rec.settings})
+    assert space.rules_params["innodb_buffer_pool_size"] == pool
+    assert space.distributions()["innodb_buffer_pool_size"].high <= hi

@@ -34,3 +34,26 @@ def test_allow_unsafe_searches_them():
     space = space_for("10.11", ["innodb_flush_method"], allow_unsafe=True)
     knobs = {k.name: k for k in space.knobs}
     assert "O_DIRECT_NO_FSYNC" in knobs["innodb_flush_method"].choices
+
+
+@pytest.mark.parametrize("flavour,version,searched", [("mariadb", "10.11", False),
+                                                      ("mysql", "8.4", True)])
+def test_a_switch_the_rules_pin_is_not_searched_nor_moved_first(flavour, version, searched):
+    """MariaDB's hash index, pinned OFF by a bound of one value (PM034), leaves the space and
+    the importance order; MySQL's stays searched."""
+    from pmem_advisor.rules.combine import recommend
+    from pmem_advisor.rules.facts import build_facts
+    from tests.rules.machines import make_profile
+
+    rec = recommend(build_facts(make_profile("ssd"), engine="mysql", flavour=flavour,
+                                version=version, data_dir="/srv/my", memory_bytes=1 << 30))
+    catalog = load_catalog("mysql", flavour, version)
+    specs = {k.name: KnobSpec.from_knob(k) for k in catalog}
+    space = build_space(specs, engine="mysql", flavour=flavour, version=version,
+                        important=list(rec.important), bounds=dict(rec.bounds),
+                        extra_knobs=["innodb_adaptive_hash_index"], max_knobs=20)
+    names = [k.name for k in space.knobs]
+    assert ("innodb_adaptive_hash_index" in names) is searched, names
+    assert "innodb_adaptive_hash_index" not in rec.important
+    if not searched:
+        assert rec.bounds["innodb_adaptive_hash_index"] == [False]

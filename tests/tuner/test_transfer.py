@@ -33,6 +33,27 @@ def test_only_similar_scenarios_and_never_the_excluded_one(shipped):
     assert all(s.engine == "postgres" for s in found)
 
 
+def test_the_class_a_scenario_defines_today_decides_over_the_recorded_one(shipped):
+    """A dataset records the class it was collected under; a later finding that moves its
+    scenario to another class must stop the transfer without re-collecting it."""
+    now = {"pg-b": "oltp-mixed"}.get
+    assert transfer.similar_sources(shipped, engine="postgres", workload_class="oltp-write",
+                                    exclude={"pg-a"}, class_of=now) == []
+    found = transfer.similar_sources(shipped, engine="postgres", workload_class="oltp-mixed",
+                                     class_of=now)
+    assert [s.name for s in found] == ["pg-b"]
+
+
+def test_the_mariadb_scenarios_do_not_teach_each_other():
+    """Read-write's warm starts cost write-only 3% at 5 trials on the 2026-11-28 datasets:
+    their scenarios are in different classes, so the bench arm gets no transfer there."""
+    from benchmarks.run import scenario_class
+
+    assert scenario_class("mariadb1011-oltp-read-write-disk") != scenario_class(
+        "mariadb1011-oltp-write-only-disk")
+    assert scenario_class("no-such-scenario") is None
+
+
 def test_shared_frame_units_and_speedups(shipped):
     src = transfer.read_source(shipped / "pg-b.jsonl")
     defaults = [sp for p, sp in zip(src.points, src.speedups, strict=True)

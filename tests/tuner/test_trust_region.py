@@ -152,3 +152,13 @@ def test_a_stalled_region_restarts_instead_of_staying_at_the_floor():
     s = TrustRegionSampler({"x": 50, "y": 50.0, "m": "a"}, global_every=0)
     assert s._replay(done[:10], maximize=True)[0] == pytest.approx(0.025)
     assert s._replay(done, maximize=True)[0] == pytest.approx(0.2)
+
+
+def test_a_choice_the_bounds_pin_takes_no_move():
+    """A categorical the rules' bound leaves one value of is never picked to move: every local
+    move changes a knob that can change."""
+    s = TrustRegionSampler({"x": 50, "y": 10.0, "m": "a"}, importance=["m", "x", "y"],
+                           bounds={"m": ["a"]}, seed=4, max_moves=1, global_every=0)
+    _, trials = run(s, 30)
+    assert all(p["m"] == "a" for p in trials)
+    assert all(a != b for a, b in zip(trials, trials[1:], strict=False))  # each move moved
