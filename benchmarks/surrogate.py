@@ -230,7 +230,9 @@ class SurrogateEvaluator(Evaluator):
         self.flavour = scn.get("flavour", "")
         self.version = str(scn.get("version", ""))
         self.data, self.fitted, self.knobs = data, fitted, data.knobs
+        self.seed = seed
         self.rng = random.Random(seed)
+        self._streams: dict[str, random.Random] = {}
         self.unfit = unfit  # the product's memory gate: params -> why not deployable
         self.noise = noise_ratios(data.rows) or fitted.residual_ratios or [1.0]
         self.anchors: list[tuple[TrialConfig, list[float]]] = []
@@ -240,6 +242,14 @@ class SurrogateEvaluator(Evaluator):
             if config is not None and values:
                 self.anchors.append((config, values))
         self.calls = 0
+
+    def use_stream(self, key: str) -> None:
+        """Draw the following runs' noise from ``key``'s own stream (one per arm, seeded by the
+        seed and the key): an arm's measurements then depend on its own configs only, not on
+        which other arms ran beside it or in what order."""
+        if key not in self._streams:
+            self._streams[key] = random.Random(f"{self.seed}:{key}")
+        self.rng = self._streams[key]
 
     def expected(self, config: TrialConfig) -> float:
         for anchor, values in self.anchors:

@@ -133,6 +133,9 @@ class _SeedRun:
             return self._fail(arm, exc)
         if config is None:
             return False
+        stream = getattr(self.evaluator, "use_stream", None)
+        if stream is not None:  # a simulated server: each arm draws its noise from its own
+            stream(arm.name)    # stream, so no arm's result depends on which others ran
         m = self.evaluator.evaluate(config)
         try:
             arm.observe(config, m)

@@ -140,3 +140,25 @@ def test_a_measured_value_beyond_the_range_is_not_taken_for_the_edges():
 
     model = DecisionTreeRegressor(random_state=0).fit(x, y)
     assert model.predict(np.array([edge]))[0] == pytest.approx(100.0)
+
+
+def test_an_arm_measures_the_same_alone_as_beside_other_arms(tmp_path):
+    """Each arm draws its noise from its own stream: SMAC3's result must not change because
+    another arm was added to the run or the interleaving order rotated differently."""
+    from benchmarks.harness.arms import OptunaArm, RulesArm
+    from benchmarks.harness.runner import run_interleaved
+
+    from .synthetic import synthetic_space
+
+    make_dataset(tmp_path, rows=40)
+    data = surrogate.load_scenario("syn-pg", tmp_path)
+    fit = surrogate.fit(*data.training())
+
+    def tpe_runs(arms):
+        ev = surrogate.SurrogateEvaluator(data, fit, seed=5)
+        records, _ = run_interleaved(ev, synthetic_space(), arms, budget=6, seeds=[5])
+        return [(r.config, r.measurement.throughput_tps) for r in records if r.arm == "tpe"]
+
+    alone = tpe_runs([OptunaArm("tpe", "tpe")])
+    beside = tpe_runs([RulesArm(), OptunaArm("random", "random"), OptunaArm("tpe", "tpe")])
+    assert len(alone) == 6 and alone == beside
