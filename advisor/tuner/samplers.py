@@ -326,8 +326,7 @@ class TrustRegionSampler(optuna.samplers.BaseSampler):
         for name, dist in space.items():
             bound = self.bounds.get(name)
             if isinstance(dist, CategoricalDistribution):
-                allowed = [c for c in dist.choices if not isinstance(bound, list) or c in bound]
-                out[name] = self._valid(name, dist, self._rng.choice(allowed or dist.choices))
+                out[name] = self._valid(name, dist, self._rng.choice(self._allowed(name, dist)))
                 continue
             lo, hi, log = float(dist.low), float(dist.high), bool(getattr(dist, "log", False))
             ulo, uhi = 0.0, 1.0
@@ -340,13 +339,18 @@ class TrustRegionSampler(optuna.samplers.BaseSampler):
             out[name] = self._valid(name, dist, value_at(u, lo, hi, log))
         return out
 
+    def _allowed(self, name, dist) -> list:
+        """The choices of a categorical ``dist`` inside the rules' bound for ``name`` (all of
+        them when the bound allows none)."""
+        bound = self.bounds.get(name)
+        allowed = [c for c in dist.choices if not isinstance(bound, list) or c in bound]
+        return allowed or list(dist.choices)
+
     def _pinned(self, name, dist) -> bool:
         """A choice the rules' bound leaves one value of: a move there changes nothing."""
         from optuna.distributions import CategoricalDistribution
 
-        bound = self.bounds.get(name)
-        return (isinstance(dist, CategoricalDistribution) and isinstance(bound, list)
-                and len([c for c in dist.choices if c in bound]) == 1)
+        return isinstance(dist, CategoricalDistribution) and len(self._allowed(name, dist)) == 1
 
     def _moves(self, names: list[str]) -> list[str]:
         ranked = sorted(names, key=lambda n: self.importance.index(n)
@@ -379,8 +383,7 @@ class TrustRegionSampler(optuna.samplers.BaseSampler):
 
         bound = self.bounds.get(name)
         if isinstance(dist, CategoricalDistribution):
-            allowed = [c for c in dist.choices if not isinstance(bound, list) or c in bound]
-            allowed = allowed or list(dist.choices)
+            allowed = self._allowed(name, dist)
             return value if value in allowed else allowed[0]
         try:
             x = float(value)

@@ -326,6 +326,10 @@ def build_space(
             raise UnknownKnobError(f"unknown knob {name!r} for {flavour} {version}")
         if not allow_unsafe and not _safely_searchable(specs[name]):
             raise UsageError(f"knob {name} risks durability; pass --allow-unsafe to tune it")
+        pin = bounds.get(name)
+        if isinstance(pin, list) and len(pin) == 1:  # not dropped in silence
+            raise UsageError(f"knob {name} is held at {pin[0]} by the rules (a bound of one "
+                             "value): it is not searched")
         names.append(name)
     # The rules' important knobs first; when they name few, the usual performance knobs fill
     # the space up to ``fill_to`` (with hardware caps, the rules' values as their start).

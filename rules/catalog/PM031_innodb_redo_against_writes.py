@@ -17,10 +17,11 @@ here on 2026-11-28 (Sobol rows, every knob varied), a redo log under 200 MB ran 
 1,309 tps on write-only (11 rows) against 3,555 to 3,916 for larger ones, and 1,043 against
 1,185 to 1,316 on read-write (10 rows); from 200 MB up the medians are within noise, and a
 4.5 GB log was -2.4% (n.s.) against the rules' 512 MB on the real server
-(benchmarks/data/checks-2026-11-28/redo-4g5-vs-rules.json). The pool, in the same rows
-with a redo log of 200 MB or more: read-write ran 1,119-1,164 tps at 248 MiB, 1,185-1,226 at
-320 MiB, 1,316-1,361 at 544 MiB and 1,357-1,378 at 704 MiB (reads over data ten times the
-default pool: the pool is the cache); write-only was as fast at 272 MiB as at 576 MiB
+(benchmarks/data/checks-2026-11-28/redo-4g5-vs-rules.json). The pool, in the same Sobol
+rows: read-write ran 1,119-1,164 tps at 248 MiB, 1,185-1,226 at 320 MiB, 1,316-1,361 at 544
+MiB and 1,357-1,378 at 704 MiB (reads over data ten times the default pool: the pool is the
+cache; the smallest and the largest pool both had a redo log under 64 MiB, so the pool made
+that difference); write-only was as fast at 272 MiB as at 576 MiB
 (3,865-3,972 against 3,683-4,034), never faster smaller. The MySQL manual ("Configuring
 InnoDB Buffer Pool Size"): the larger the pool, the less disk I/O.
 

@@ -150,3 +150,13 @@ def test_make_bench_runs_under_one_string_hash_seed(monkeypatch):
     calls.clear()
     run.with_fixed_hash_seed(["--scenario", "x"])  # already under it: no second exec
     assert not calls
+
+
+def test_the_mariadb_scenarios_do_not_teach_each_other():
+    """Read-write's warm starts cost write-only 3% at 5 trials on the 2026-11-28 datasets:
+    their scenarios are in different classes, so the bench arm gets no transfer there."""
+    from benchmarks.run import scenario_class
+
+    assert scenario_class("mariadb1011-oltp-read-write-disk") != scenario_class(
+        "mariadb1011-oltp-write-only-disk")
+    assert scenario_class("no-such-scenario") is None

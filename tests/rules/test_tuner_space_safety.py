@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from pmem_advisor.errors import UsageError
 from pmem_advisor.knobs.catalog import load_catalog
 from pmem_advisor.tuner.space import KnobSpec, build_space
 
@@ -49,11 +50,16 @@ def test_a_switch_the_rules_pin_is_not_searched_nor_moved_first(flavour, version
                                 version=version, data_dir="/srv/my", memory_bytes=1 << 30))
     catalog = load_catalog("mysql", flavour, version)
     specs = {k.name: KnobSpec.from_knob(k) for k in catalog}
-    space = build_space(specs, engine="mysql", flavour=flavour, version=version,
-                        important=list(rec.important), bounds=dict(rec.bounds),
-                        extra_knobs=["innodb_adaptive_hash_index"], max_knobs=20)
-    names = [k.name for k in space.knobs]
+    def space(**kw):
+        return build_space(specs, engine="mysql", flavour=flavour, version=version,
+                           important=list(rec.important), bounds=dict(rec.bounds),
+                           max_knobs=20, fill_to=20, **kw)
+
+    names = [k.name for k in space().knobs]
     assert ("innodb_adaptive_hash_index" in names) is searched, names
     assert "innodb_adaptive_hash_index" not in rec.important
     if not searched:
         assert rec.bounds["innodb_adaptive_hash_index"] == [False]
+        # asked for by name, it is refused in one line, not dropped in silence
+        with pytest.raises(UsageError, match="held at False by the rules.*not searched"):
+            space(extra_knobs=["innodb_adaptive_hash_index"])

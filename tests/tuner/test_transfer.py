@@ -44,16 +44,6 @@ def test_the_class_a_scenario_defines_today_decides_over_the_recorded_one(shippe
     assert [s.name for s in found] == ["pg-b"]
 
 
-def test_the_mariadb_scenarios_do_not_teach_each_other():
-    """Read-write's warm starts cost write-only 3% at 5 trials on the 2026-11-28 datasets:
-    their scenarios are in different classes, so the bench arm gets no transfer there."""
-    from benchmarks.run import scenario_class
-
-    assert scenario_class("mariadb1011-oltp-read-write-disk") != scenario_class(
-        "mariadb1011-oltp-write-only-disk")
-    assert scenario_class("no-such-scenario") is None
-
-
 def test_shared_frame_units_and_speedups(shipped):
     src = transfer.read_source(shipped / "pg-b.jsonl")
     defaults = [sp for p, sp in zip(src.points, src.speedups, strict=True)
