@@ -324,20 +324,27 @@ class TrustRegionSampler(optuna.samplers.BaseSampler):
 
         out = {}
         for name, dist in space.items():
-            bound = self.bounds.get(name)
             if isinstance(dist, CategoricalDistribution):
                 out[name] = self._valid(name, dist, self._rng.choice(self._allowed(name, dist)))
                 continue
             lo, hi, log = float(dist.low), float(dist.high), bool(getattr(dist, "log", False))
-            ulo, uhi = 0.0, 1.0
-            if isinstance(bound, (list, tuple)) and len(bound) == 2:
-                if bound[0] is not None:
-                    ulo = min(max(unit_of(float(bound[0]), lo, hi, log), 0.0), 1.0)
-                if bound[1] is not None:
-                    uhi = min(max(unit_of(float(bound[1]), lo, hi, log), 0.0), 1.0)
-            u = self._rng.uniform(ulo, max(ulo, uhi))
+            ulo, uhi = self._unit_bound(name, dist)
+            u = self._rng.uniform(ulo, uhi)
             out[name] = self._valid(name, dist, value_at(u, lo, hi, log))
         return out
+
+    def _unit_bound(self, name, dist) -> tuple[float, float]:
+        """The rules' (low, high) bound for numeric ``dist`` in its unit range (log ranges in
+        log space); (0, 1) when the rules bound nothing."""
+        lo, hi, log = float(dist.low), float(dist.high), bool(getattr(dist, "log", False))
+        bound = self.bounds.get(name)
+        ulo, uhi = 0.0, 1.0
+        if isinstance(bound, (list, tuple)) and len(bound) == 2:
+            if bound[0] is not None:
+                ulo = min(max(unit_of(float(bound[0]), lo, hi, log), 0.0), 1.0)
+            if bound[1] is not None:
+                uhi = min(max(unit_of(float(bound[1]), lo, hi, log), 0.0), 1.0)
+        return ulo, max(ulo, uhi)
 
     def _allowed(self, name, dist) -> list:
         """The choices of a categorical ``dist`` inside the rules' bound for ``name`` (all of
@@ -347,10 +354,13 @@ class TrustRegionSampler(optuna.samplers.BaseSampler):
         return allowed or list(dist.choices)
 
     def _pinned(self, name, dist) -> bool:
-        """A choice the rules' bound leaves one value of: a move there changes nothing."""
+        """A knob the rules' bound leaves one value of: a move there changes nothing."""
         from optuna.distributions import CategoricalDistribution
 
-        return isinstance(dist, CategoricalDistribution) and len(self._allowed(name, dist)) == 1
+        if isinstance(dist, CategoricalDistribution):
+            return len(self._allowed(name, dist)) == 1
+        ulo, uhi = self._unit_bound(name, dist)
+        return ulo == uhi
 
     def _moves(self, names: list[str]) -> list[str]:
         ranked = sorted(names, key=lambda n: self.importance.index(n)
@@ -373,9 +383,13 @@ class TrustRegionSampler(optuna.samplers.BaseSampler):
             others = [c for c in dist.choices if c != value]
             return self._valid(name, dist, self._rng.choice(others) if others else value)
         lo, hi, log = float(dist.low), float(dist.high), bool(getattr(dist, "log", False))
+        # reflect at the edges of the rules' bound, not only of the range: a knob the rules
+        # set at their bound's floor (the pool) would otherwise be clipped back onto its own
+        # value by every move downwards, half its moves a trial that changes nothing
+        ulo, uhi = self._unit_bound(name, dist)
         u = unit_of(float(value), lo, hi, log) + self._rng.gauss(0.0, radius)
-        u = -u if u < 0 else (2 - u if u > 1 else u)  # reflect at the edges
-        return self._valid(name, dist, value_at(min(max(u, 0.0), 1.0), lo, hi, log))
+        u = 2 * ulo - u if u < ulo else (2 * uhi - u if u > uhi else u)
+        return self._valid(name, dist, value_at(min(max(u, ulo), uhi), lo, hi, log))
 
     def _valid(self, name, dist, value):
         """``value`` as a legal point of ``dist``, inside the rules' bound for ``name``."""

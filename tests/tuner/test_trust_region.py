@@ -162,3 +162,21 @@ def test_a_choice_the_bounds_pin_takes_no_move():
     _, trials = run(s, 30)
     assert all(p["m"] == "a" for p in trials)
     assert all(a != b for a, b in zip(trials, trials[1:], strict=False))  # each move moved
+
+
+def test_a_knob_at_its_bound_s_floor_moves_into_the_bound_not_onto_itself():
+    """The rules put the InnoDB pool at its bound's floor (never smaller, only larger): a move
+    that stepped below the floor and was clipped back would be a trial that changes nothing,
+    half of that knob's moves. The step reflects at the bound instead."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    s = TrustRegionSampler({"x": 50, "y": 10.0, "m": "a"}, importance=["x"],
+                           bounds={"x": [50, 80], "y": [10.0, 10.0], "m": ["a"]},
+                           seed=5, global_every=0)
+    study = optuna.create_study(direction="maximize", sampler=s)
+    xs = []
+    for _ in range(21):  # a flat objective: the incumbent stays the centre, at the floor
+        t = study.ask(DISTS)
+        study.tell(t, 1000.0)
+        xs.append(t.params["x"])
+    assert xs[0] == 50 and all(50 <= x <= 80 for x in xs)
+    assert sum(x == 50 for x in xs[1:]) <= 2  # clipped onto the floor: about half of them
