@@ -27,7 +27,7 @@ def estimate(rec: Recommendation, view) -> MemoryEstimate:
     host = int((f.profile.get("memory") or {}).get("total_bytes") or 0) or None
     return worst_case(f.engine, {s.name: s.value for s in rec.settings}, flavour=f.flavour,
                       version=f.version, catalog=view.catalog, host_memory_bytes=host,
-                      files_in_memory=f.data_in_memory)
+                      files_in_memory=f.data_in_memory, host_cpus=f.cpus)
 
 
 def fitted_budget(budget: int) -> int:
@@ -82,7 +82,7 @@ def fit_bounds(rec: Recommendation, view) -> None:
     def total(name: str, value: float) -> int | None:
         est = worst_case(f.engine, {**settings, name: value}, flavour=f.flavour,
                          version=f.version, catalog=view.catalog, host_memory_bytes=host,
-                         files_in_memory=f.data_in_memory)
+                         files_in_memory=f.data_in_memory, host_cpus=f.cpus)
         return None if est is None else est.total_bytes
 
     for name, bound in list(rec.bounds.items()):

@@ -214,14 +214,17 @@ class KnobReader:
 def worst_case(engine: str, settings: Mapping[str, Any], *, flavour: str | None = None,
                version: str | None = None, catalog=None,
                host_memory_bytes: int | None = None,
-               files_in_memory: bool = False) -> MemoryEstimate | None:
+               files_in_memory: bool = False,
+               host_cpus: int | None = None) -> MemoryEstimate | None:
     """Worst-case memory of ``settings`` (knob -> base-unit value or config text); knobs not
     given take the catalog's default for that flavour/version. ``host_memory_bytes`` sizes
     defaults that depend on the machine (a default that is a share of RAM).
     Each engine accounts for its own memory (``Engine.memory``); None: it has no model.
     ``files_in_memory``: the data directory is tmpfs, so the files the engine writes there
     take RAM as well (counted by engines with ``counts_files_in_memory``; the others' estimate
-    leaves them out, as it leaves out their files on disk)."""
+    leaves them out, as it leaves out their files on disk). ``host_cpus``: the CPUs the
+    server may use, for defaults derived from them (engines with ``uses_host_cpus``); unknown,
+    the worst case over any count."""
     eng = api.get_engine(engine)
     if eng.name != engine:  # an alias: callers pass the engine's own name
         raise UsageError(f"engine {engine!r}: use {eng.name}")
@@ -231,6 +234,10 @@ def worst_case(engine: str, settings: Mapping[str, Any], *, flavour: str | None 
             catalog = eng.catalog(flavour, version)
         except UsageError:  # an engine without a catalog (advice only) may still count
             catalog = None
-    extra = {"files_in_memory": True} if files_in_memory and eng.counts_files_in_memory else {}
+    extra: dict[str, Any] = {}
+    if files_in_memory and eng.counts_files_in_memory:
+        extra["files_in_memory"] = True
+    if host_cpus and eng.uses_host_cpus:
+        extra["host_cpus"] = host_cpus
     return eng.memory(settings, flavour=flavour, version=version, catalog=catalog,
                       host_memory_bytes=host_memory_bytes, **extra)

@@ -292,6 +292,9 @@ class Engine(ABC):
     # True when ``memory`` takes ``files_in_memory=True``: the data directory is tmpfs and the
     # files the engine writes there (WAL, flushed and compacted files) are counted as memory.
     counts_files_in_memory = False
+    # True when ``memory`` takes ``host_cpus=N``: a default the server derives from the CPUs
+    # changes what it allocates (MySQL 8.4's buffer pool instances, and so its rounding).
+    uses_host_cpus = False
 
     def fit_memory(self, rec: Any, view: Any, budget_bytes: int) -> None:
         """Lower the recommendation's memory settings (``rec.settings``) until ``memory``

@@ -425,7 +425,8 @@ def data_limits(engine: Any, workload: Any, scale: int, catalog: Any, specs: dic
 
 
 def memory_gate(engine: str, flavour: str, version: str, catalog: Any, base: dict[str, Any],
-                budget_bytes: int, files_in_memory: bool = False) -> Any:
+                budget_bytes: int, files_in_memory: bool = False,
+                host_cpus: int | None = None) -> Any:
     """A check that a searched config's worst-case memory (every production connection
     running its largest query) fits the production budget: a config that could be OOM-killed
     in production is not worth measuring, however fast it runs with a few clients."""
@@ -435,7 +436,8 @@ def memory_gate(engine: str, flavour: str, version: str, catalog: Any, base: dic
     def gate(params: dict[str, Any]) -> str | None:
         try:
             est = worst_case(engine, {**base, **params}, flavour=flavour, version=version,
-                             catalog=catalog, files_in_memory=files_in_memory)
+                             catalog=catalog, files_in_memory=files_in_memory,
+                             host_cpus=host_cpus)
         except Exception:  # noqa: BLE001 - an estimate we cannot make does not block a trial
             return None
         if est is None or est.total_bytes <= budget_bytes:
@@ -537,7 +539,7 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
     in_memory = rec.facts.data_in_memory  # tmpfs: the files the server writes are RAM
     unfit = memory_gate(req.engine, binary.flavour, binary.version, catalog,
                         {s.name: s.value for s in rec.settings}, target.memory_bytes,
-                        in_memory)({})
+                        in_memory, rec.facts.cpus)({})
     if unfit:
         warns.append(f"warning: the rules' own settings do not fit: {unfit}; pass "
                      "--connections (fewer) or a larger --memory")
@@ -610,7 +612,7 @@ def _run_tune(req: TuneRequest, *, progress: Any, console: Any, started: float
                           trial_estimate_s=req.trial_seconds(), warmup_s=req.warmup,
                           memory_gate=memory_gate(req.engine, binary.flavour, binary.version,
                                                   catalog, space.base, target.memory_bytes,
-                                                  in_memory))
+                                                  in_memory, rec.facts.cpus))
     tuner = Tuner(study, space, evaluator, options, observer)
     summary: dict[str, Any] | None = None
 

@@ -14,6 +14,7 @@ Severity follows the harm: a setting or a placement that can lose committed data
 from __future__ import annotations
 
 import importlib
+import math
 import pkgutil
 import re
 from dataclasses import dataclass, field
@@ -204,7 +205,9 @@ def build_input(facts: Facts, settings: dict | None = None, *, source: str = "no
         try:
             estimate = worst_case(facts.engine, settings, flavour=facts.flavour,
                                   version=catalog.version if catalog else facts.version,
-                                  catalog=catalog, files_in_memory=facts.data_in_memory)
+                                  catalog=catalog, files_in_memory=facts.data_in_memory,
+                                  host_cpus=max(1, math.ceil(budget.cpus)) if budget.cpus
+                                  else None)
         except UsageError as e:  # a value CK002 reports; the size is unknown then
             notes.append(f"worst-case memory not computed: {e.message}")
         except (ArithmeticError, ValueError) as e:  # a value the parsers cannot even hold

@@ -31,7 +31,8 @@ def settings_of(rec) -> dict:
 
 def worst(rec):
     f = rec.facts
-    return worst_case(f.engine, settings_of(rec), flavour=f.flavour, version=f.version)
+    return worst_case(f.engine, settings_of(rec), flavour=f.flavour, version=f.version,
+                      host_cpus=f.cpus)
 
 
 # ---------------------------------------------------------------- 1. unsafe values

@@ -45,7 +45,7 @@ def test_recommend_is_safe_legal_and_fits(engine, flavour, version, placement):
         assert not knob.is_risky(s.value), (s.name, s.text)
         assert not s.unsafe
     est = worst_case(engine, {s.name: s.value for s in rec.settings}, flavour=flavour,
-                     version=version, catalog=catalog)
+                     version=version, catalog=catalog, host_cpus=rec.facts.cpus)
     # within BUDGET_SHARE of the budget: the rest is for the OS, page cache and monitoring
     assert est.total_bytes <= rec.facts.memory_bytes * BUDGET_SHARE
     if any("--membind" in s.command for s in rec.os_steps):

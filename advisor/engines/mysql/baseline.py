@@ -5,6 +5,7 @@ Every threshold carries its reason; the PMEM rules of ``rules/catalog`` adjust t
 
 from __future__ import annotations
 
+from pmem_advisor.engines.mysql.memory import largest_running_as_set
 from pmem_advisor.rules.facts import Facts
 from pmem_advisor.rules.model import PRIORITY_BASELINE, Bytes, Rule, Set
 
@@ -25,8 +26,13 @@ def buffer_pool(f: Facts) -> int:
     if ram < 1 * GB:  # too small to give away: keep MySQL's default
         return 128 * MB
     if ram <= 4 * GB:  # the OS and connections still need half
-        return ram // 2
-    return ram * 3 // 4  # dedicated server: InnoDB caches itself (O_DIRECT)
+        share = ram // 2
+    else:
+        share = ram * 3 // 4  # dedicated server: InnoDB caches itself (O_DIRECT)
+    # a size the server runs as written: MySQL rounds a pool up to whole chunks x instances
+    # (1.5 GB with 8.0's 8 instances runs 2 GB), past the share the budget gave it
+    return largest_running_as_set(share, flavour="mariadb" if f.mariadb else "mysql",
+                                  version=f.version, cpus=f.cpus)
 
 
 def redo(f: Facts) -> dict[str, object]:

@@ -53,11 +53,14 @@ class MysqlEngine(ServerEngine):
     def baseline_rules(self) -> tuple[Any, ...]:
         return BASELINE
 
-    def memory(self, settings, *, flavour, version, catalog, host_memory_bytes=None):
+    uses_host_cpus = True
+
+    def memory(self, settings, *, flavour, version, catalog, host_memory_bytes=None,
+               host_cpus=None):
         if catalog is None:
             catalog = self.catalog(flavour, version)
         return mysql_worst_case(settings, flavour=flavour, version=version, catalog=catalog,
-                                host_memory_bytes=host_memory_bytes)
+                                host_memory_bytes=host_memory_bytes, host_cpus=host_cpus)
 
     def fit_memory(self, rec: Any, view: Any, budget_bytes: int) -> None:
         fit_mysql(rec, view, budget_bytes)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pmem_advisor.errors import UnknownKnobError
+from pmem_advisor.errors import UnknownKnobError, UsageError
 from pmem_advisor.knobs import units
 from pmem_advisor.knobs.version import parse_version
 from pmem_advisor.rules.fit import estimate, put_setting
@@ -65,26 +65,77 @@ MIN_SCALE = 0.25  # below a quarter of the defaults queries spill to disk for or
 POOL_CHUNK = 128 * MB  # InnoDB rounds the pool to chunk x instances; 128 MB is the default chunk
 
 
-def pool_step(facts) -> int:
-    """The pool sizes the server runs as set. MySQL rounds the pool up to a multiple of
-    innodb_buffer_pool_chunk_size (128 MB) x instances (MySQL 8.0 manual, "Configuring InnoDB
-    Buffer Pool Size"): a fitted pool between two chunks would run a chunk larger. The step is
-    one chunk, exact for the single instance MySQL uses under 1 GB; above that its default 8
-    instances round to whole GiB, which this fit does not model yet. MariaDB
-    10.11 and 11.4 read innodb_buffer_pool_chunk_size as a "Deprecated parameter with no
-    effect" (their SYSTEM_VARIABLES, knobs/data/generated) and run any whole MiB: 10.11.19
-    here read back SET GLOBAL 471 MiB as 471 MiB, and truncated 493,000,000 bytes to 470 MiB."""
-    if facts.mariadb:  # every MariaDB pmem-advisor knows (10.11 and newer)
-        return MB
-    return POOL_CHUNK
+def pool_instances(pool: int, *, version: str | None, chunk: int, cpus: int | None,
+                   instances: int | None = None) -> list[int]:
+    """The buffer pool instance counts MySQL may run ``pool`` with (one when it is known).
+    Under 1 GiB the server uses one instance whatever is set ("Adjusting
+    innodb_buffer_pool_instances from 8 to 1 since innodb_buffer_pool_size is less than 1024
+    MiB"). Above it, a set count is used; else 8 before 8.4, and from 8.4 the smaller of half
+    the pool's chunks and a quarter of the logical CPUs, within 1-64 (the 8.4 manual's
+    innodb_buffer_pool_instances). With the CPUs unknown every count up to half the chunks is
+    possible: the worst case takes the largest pool any of them runs."""
+    if pool < GB or (pool == GB and _at_least(version, (8, 4))):
+        return [1]
+    if instances:
+        return [instances]
+    if not _at_least(version, (8, 4)):
+        return [8]
+    hint = max(1, min(64, pool // chunk // 2))
+    if cpus:
+        return [max(1, min(hint, cpus // 4))]
+    return list(range(1, hint + 1))
+
+
+def running_pool(pool: int, *, flavour: str, version: str | None, chunk: int = POOL_CHUNK,
+                 cpus: int | None = None, instances: int | None = None) -> int:
+    """The buffer pool the server runs for a set ``pool`` (its worst case over the instance
+    counts it may use). MySQL: "Buffer pool size must always be equal to or a multiple of
+    innodb_buffer_pool_chunk_size * innodb_buffer_pool_instances", adjusted up otherwise (8.0
+    and 8.4 manuals, "Configuring InnoDB Buffer Pool Size"), the chunk truncated to pool /
+    instances when their product is larger than the pool: a 1.5 GB pool with 8.0's default 8
+    instances of 128 MB chunks runs 2 GB. MariaDB 10.11 and 11.4 read
+    innodb_buffer_pool_chunk_size as a "Deprecated parameter with no effect" (their
+    SYSTEM_VARIABLES, knobs/data/generated) and run any whole MiB: 10.11.19 here read back SET
+    GLOBAL 471 MiB as 471 MiB, and truncated 493,000,000 bytes to 470 MiB: never more."""
+    if flavour == "mariadb" or pool <= 0:
+        return pool
+    out = pool
+    for n in pool_instances(pool, version=version, chunk=chunk, cpus=cpus,
+                            instances=instances):
+        unit = min(chunk, pool // n) * n
+        if unit > 0:
+            out = max(out, -(-pool // unit) * unit)
+    return out
+
+
+def largest_running_as_set(allowed: int, *, flavour: str, version: str | None,
+                           chunk: int = POOL_CHUNK, cpus: int | None = None,
+                           instances: int | None = None) -> int:
+    """The largest pool of at most ``allowed`` bytes that the server runs as set (not rounded
+    up), at least one chunk: whole MiB on MariaDB; on MySQL whole chunks, and whole chunk x
+    instances above 1 GiB (whole GiB with 8.0's 8 instances)."""
+    if flavour == "mariadb":
+        return max(MB, allowed // MB * MB)
+    pool = max(chunk, allowed // chunk * chunk)
+    while pool > chunk and running_pool(pool, flavour=flavour, version=version, chunk=chunk,
+                                        cpus=cpus, instances=instances) != pool:
+        pool -= chunk
+    return pool
+
+
+def _at_least(version: str | None, want: tuple[int, int]) -> bool:
+    """Unknown versions are taken as the newest (the catalogs' default)."""
+    return version is None or parse_version(version, pad=True) >= want
 
 
 # ------------------------------------------------------------------ the estimate
 def mysql_worst_case(settings: Mapping[str, Any], *, flavour: str, version: str | None,
-                     catalog, host_memory_bytes: int | None = None) -> MemoryEstimate:
+                     catalog, host_memory_bytes: int | None = None,
+                     host_cpus: int | None = None) -> MemoryEstimate:
     """Global buffers + per-connection buffers x max_connections (see ASSUMPTIONS); knobs not
     given take the catalog's default for that flavour/version. ``host_memory_bytes`` sizes
-    MySQL 8.4's temptable_max_ram default (3% of RAM, 1-4 GB)."""
+    MySQL 8.4's temptable_max_ram default (3% of RAM, 1-4 GB); ``host_cpus`` its buffer pool
+    instances, and so the size the pool is rounded up to (``running_pool``)."""
     settings = dict(settings)
     if (flavour == "mysql" and host_memory_bytes and "temptable_max_ram" not in settings
             and (version is None or parse_version(version, pad=True) >= (8, 4))):
@@ -92,7 +143,7 @@ def mysql_worst_case(settings: Mapping[str, Any], *, flavour: str, version: str 
     r = KnobReader(flavour, version, settings, catalog,
                    fallback=lambda name: _fallback_default(flavour, version, name),
                    parse_loose=_parse_loose, key=lambda k: k.lower().replace("-", "_"))
-    parts = _parts(r)
+    parts = _parts(r, host_cpus)
     return MemoryEstimate.from_parts(ENGINE, parts, int(r.value("max_connections")), ASSUMPTIONS)
 
 
@@ -111,12 +162,20 @@ def _parse_loose(text: str) -> float | None:
     return units.my_number(text)
 
 
-def _parts(r: KnobReader) -> list[MemoryPart]:
+def _parts(r: KnobReader, host_cpus: int | None = None) -> list[MemoryPart]:
     mariadb = r.flavour == "mariadb"
-    pool = int(r.value("innodb_buffer_pool_size"))
+    set_pool = int(r.value("innodb_buffer_pool_size"))
+    chunk = POOL_CHUNK
+    if not mariadb and r.has("innodb_buffer_pool_chunk_size"):
+        chunk = int(r.value("innodb_buffer_pool_chunk_size")) or POOL_CHUNK
+    pool = running_pool(set_pool, flavour=r.flavour, version=r.version, chunk=chunk,
+                        cpus=host_cpus, instances=_set_instances(r.settings))
+    pool_why = "InnoDB buffer pool, allocated at start"
+    if pool != set_pool:
+        pool_why += (f"; {gib(set_pool)} set, run as {gib(pool)}: MySQL rounds the pool up "
+                     f"to a multiple of innodb_buffer_pool_chunk_size x instances")
     parts = [
-        MemoryPart("innodb_buffer_pool_size", pool, False, "InnoDB buffer pool, allocated at "
-                   "start"),
+        MemoryPart("innodb_buffer_pool_size", pool, False, pool_why),
         MemoryPart("buffer pool control structures", pool // 10, False,
                    "MariaDB KB (InnoDB buffer pool): about 10% more than the pool for control "
                    "structures and buffers"),
@@ -153,6 +212,18 @@ def _parts(r: KnobReader) -> list[MemoryPart]:
                    "transaction's binary log cache"),
     ]
     return parts
+
+
+def _set_instances(settings: Mapping[str, Any]) -> int | None:
+    """innodb_buffer_pool_instances as set (None: the server's default decides)."""
+    raw = {str(k).lower().replace("-", "_"): v
+           for k, v in settings.items()}.get("innodb_buffer_pool_instances")
+    if raw is None:
+        return None
+    try:
+        return max(1, min(64, int(str(raw).strip().strip("'\""))))
+    except ValueError:
+        raise UsageError(f"innodb_buffer_pool_instances: {raw!r} is not a number") from None
 
 
 # ------------------------------------------------------------------ the fit
@@ -224,8 +295,11 @@ def _shrink_pool(rec: Recommendation, view, est: MemoryEstimate, budget: int) ->
     pool_part = next(p.bytes for p in est.parts if p.name == "innodb_buffer_pool_size")
     overhead = 1.1  # the pool plus InnoDB's ~10% control structures (see _parts)
     rest = est.total_bytes - int(pool_part * overhead)
-    step = pool_step(rec.facts)
-    new = int((budget - rest) / overhead) // step * step
+    f = rec.facts
+    instances = _set_instances({s.name: s.value for s in rec.settings})
+    new = largest_running_as_set(int((budget - rest) / overhead),
+                                 flavour="mariadb" if f.mariadb else "mysql", version=f.version,
+                                 cpus=f.cpus, instances=instances)
     new = max(POOL_CHUNK, new)
     put_setting(rec, view, "innodb_buffer_pool_size", Bytes(new),
          f"lowered from {gib(pool_part)} so the worst case ({gib(est.total_bytes)} with "
