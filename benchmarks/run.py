@@ -321,7 +321,8 @@ def targets(rows: list[stats.ArmStats], safe: float | None = None) -> list[str]:
     out.append(line("rules-only >= defaults", None if not (d and r) else r >= d,
                     f"{r / d:.2f}x" if d and r else "not measured"))
     out.append(line("pmem-advisor@5 >= smac@50", None if not (a5 and s50) else a5 >= s50,
-                    f"{a5 / s50:.2f}x" if a5 and s50 else "not measured"))
+                    f"{a5 / s50:.2f}x{by_seed(rows, ('pmem-advisor', 5), ('smac', 50))}"
+                    if a5 and s50 else "not measured"))
     out.append(line("pmem-advisor@20 >= 0.9x best arm@50",
                     None if not (a20 and best50) else a20 >= 0.9 * best50,
                     f"{a20 / best50:.2f}x" if a20 and best50 else "not measured"))
@@ -332,6 +333,32 @@ def targets(rows: list[stats.ArmStats], safe: float | None = None) -> list[str]:
         out.append(f"reference: pmem-advisor@20 is {a20 / c:.2f}x the unsafe ceiling "
                    f"({c:,.0f} tps, durability off: no safe config is meant to reach it)")
     return out
+
+
+def by_seed(rows: list[stats.ArmStats], ours: tuple[str, int], theirs: tuple[str, int]) -> str:
+    """The two arms seed by seed (each seed is one search against the same server): how many
+    seeds ours is ahead and a Wilcoxon signed-rank test of the pairs, so a ratio of medians
+    inside the noise is not read as a win or a loss. Empty with fewer than 6 paired seeds (the
+    test cannot reach p < 0.05 below that)."""
+    def per_seed(name: str, budget: int) -> list[float | None]:
+        return next((r.best_tps_all for r in rows if r.name == name and r.budget == budget
+                     and r.available), [])
+
+    pairs = [(a, b) for a, b in zip(per_seed(*ours), per_seed(*theirs), strict=False)
+             if a is not None and b is not None]
+    if len(pairs) < 6:
+        return ""
+    from scipy.stats import wilcoxon
+
+    diffs = [a - b for a, b in pairs]
+    ahead = sum(d > 0 for d in diffs)
+    if not any(diffs):
+        return f"; seed by seed: alike in all {len(pairs)}"
+    p = float(wilcoxon(diffs).pvalue)
+    word = ("no significant difference" if p >= 0.05
+            else "significantly ahead" if sum(diffs) > 0 else "significantly behind")
+    return (f"; seed by seed: ahead in {ahead} of {len(pairs)}, Wilcoxon signed-rank p "
+            f"{p:.2f}: {word}")
 
 
 def safe_ceiling(data: surrogate.ScenarioData, fitted: surrogate.Fit, space: SearchSpace,
