@@ -51,6 +51,15 @@ class MemoryPart:
     # Allocated at start and held whatever the load (shared memory, buffer pools). None: a
     # global term that is not a background worker's (the engines' models flag the exceptions).
     static: bool | None = None
+    # The size the settings name, when the server allocates another (MySQL rounds its buffer
+    # pool up to whole chunks x instances): a DBA who wrote 1536M should see why 2 GiB counts.
+    set_bytes: int | None = None
+
+    def label(self) -> str:
+        """``name size``, and the size as set when the server runs another."""
+        if self.set_bytes is not None and self.set_bytes != self.bytes:
+            return f"{self.name} set to {gib(self.set_bytes)}, run as {gib(self.bytes)}"
+        return f"{self.name} {gib(self.bytes)}"
 
     @property
     def is_static(self) -> bool:
@@ -59,8 +68,11 @@ class MemoryPart:
         return not self.per_connection and not self.name.startswith("background:")
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "bytes": self.bytes, "per_connection": self.per_connection,
-                "static": self.is_static, "why": self.why}
+        out = {"name": self.name, "bytes": self.bytes, "per_connection": self.per_connection,
+               "static": self.is_static, "why": self.why}
+        if self.set_bytes is not None:
+            out["set_bytes"] = self.set_bytes
+        return out
 
 
 @dataclass

@@ -53,8 +53,7 @@ class MemoryBudget(Check):
         static = est.static_bytes
         peak = est.describe_peak(budget.cpus)
         if static > limit:
-            held = ", ".join(f"{p.name} {gib(p.bytes)}" for p in est.parts if p.is_static
-                             and p.bytes)
+            held = ", ".join(p.label() for p in est.parts if p.is_static and p.bytes)
             out.append(self.finding(
                 "fail", "memory", f"the memory allocated at start, {gib(static)} ({held}), "
                 f"exceeds the {where}: the server cannot hold it even idle; under load the "

@@ -175,7 +175,8 @@ def _parts(r: KnobReader, host_cpus: int | None = None) -> list[MemoryPart]:
         pool_why += (f"; {gib(set_pool)} set, run as {gib(pool)}: MySQL rounds the pool up "
                      f"to a multiple of innodb_buffer_pool_chunk_size x instances")
     parts = [
-        MemoryPart("innodb_buffer_pool_size", pool, False, pool_why),
+        MemoryPart("innodb_buffer_pool_size", pool, False, pool_why,
+                   set_bytes=set_pool if set_pool != pool else None),
         MemoryPart("buffer pool control structures", pool // 10, False,
                    "MariaDB KB (InnoDB buffer pool): about 10% more than the pool for control "
                    "structures and buffers"),
