@@ -187,7 +187,12 @@ class MysqlBaseline(Rule):
 
     def effects(self, f: Facts):
         iops = measured_write_iops(f)
-        why = {"innodb_buffer_pool_size": "dedicated server: 50% of RAM up to 4 GB, then 75%",
+        pool_why = "dedicated server: 50% of RAM up to 4 GB, then 75%"
+        share = f.memory_bytes // 2 if f.memory_bytes <= 4 * GB else f.memory_bytes * 3 // 4
+        if f.memory_bytes >= GB and buffer_pool(f) < share // MB * MB:
+            pool_why += (", rounded down to a size MySQL runs as written (it rounds a pool up "
+                         "to whole chunks x instances)")
+        why = {"innodb_buffer_pool_size": pool_why,
                "innodb_io_capacity": (f"typical for {medium(f)} ('as low as practical': MySQL "
                                       "manual, Configuring InnoDB I/O Capacity)"
                                       + (f", at most half the measured {iops} write IOPS"
