@@ -21,14 +21,21 @@ def medium(f: Facts) -> str:
     return "ssd" if m in ("unknown", "tmpfs") else m
 
 
-def buffer_pool(f: Facts) -> int:
+def pool_share(f: Facts) -> int | None:
+    """The dedicated server's share of the memory for the pool; None under 1 GB (too small
+    to give away: MySQL's default is kept)."""
     ram = f.memory_bytes
-    if ram < 1 * GB:  # too small to give away: keep MySQL's default
-        return 128 * MB
+    if ram < 1 * GB:
+        return None
     if ram <= 4 * GB:  # the OS and connections still need half
-        share = ram // 2
-    else:
-        share = ram * 3 // 4  # dedicated server: InnoDB caches itself (O_DIRECT)
+        return ram // 2
+    return ram * 3 // 4  # dedicated server: InnoDB caches itself (O_DIRECT)
+
+
+def buffer_pool(f: Facts) -> int:
+    share = pool_share(f)
+    if share is None:
+        return 128 * MB
     # a size the server runs as written: MySQL rounds a pool up to whole chunks x instances
     # (1.5 GB with 8.0's 8 instances runs 2 GB), past the share the budget gave it
     return largest_running_as_set(share, flavour="mariadb" if f.mariadb else "mysql",
@@ -188,8 +195,8 @@ class MysqlBaseline(Rule):
     def effects(self, f: Facts):
         iops = measured_write_iops(f)
         pool_why = "dedicated server: 50% of RAM up to 4 GB, then 75%"
-        share = f.memory_bytes // 2 if f.memory_bytes <= 4 * GB else f.memory_bytes * 3 // 4
-        if f.memory_bytes >= GB and buffer_pool(f) < share // MB * MB:
+        share = pool_share(f)
+        if share is not None and buffer_pool(f) < share // MB * MB:
             pool_why += (", rounded down to a size MySQL runs as written (it rounds a pool up "
                          "to whole chunks x instances)")
         why = {"innodb_buffer_pool_size": pool_why,
