@@ -47,3 +47,15 @@ def test_mysql_has_no_aria_cache_to_size(run_cli):
     got, _ = _recommend(run_cli, "mysql", "--version", "8.0", "--memory", "1G", "--clients", "8")
     assert "aria_pagecache_buffer_size" not in got and "key_buffer_size" not in got
     assert _bytes(got["innodb_buffer_pool_size"]) == 512 * MB
+
+
+def test_under_1g_the_pool_s_reason_says_the_default_is_kept(run_cli):
+    """At 768M the dedicated-server formula keeps 128 MB; the reason said "50% of RAM" beside a
+    value that is not half, so a DBA could not tell a bug from the rule."""
+    code, out, err = run_cli("recommend", "mariadb", "--version", "10.11", "--memory", "768M",
+                             "--clients", "8", "--json")
+    assert code == 0, err
+    pool = next(s for s in json.loads(out)["settings"]
+                if s["name"] == "innodb_buffer_pool_size")
+    assert _bytes(pool["value"]) == POOL_DEFAULT
+    assert "under 1 GB of RAM the 128 MB default is kept" in pool["reason"]
