@@ -194,14 +194,15 @@ class MysqlBaseline(Rule):
 
     def effects(self, f: Facts):
         iops = measured_write_iops(f)
-        pool_why = "dedicated server: 50% of RAM up to 4 GB, then 75%"
         share = pool_share(f)
         if share is None:
             pool_why = ("dedicated server: under 1 GB of RAM the 128 MB default is kept (50% "
                         "of RAM from 1 GB up to 4 GB, then 75%)")
-        if share is not None and buffer_pool(f) < share // MB * MB:
-            pool_why += (", rounded down to a size MySQL runs as written (it rounds a pool up "
-                         "to whole chunks x instances)")
+        else:
+            pool_why = "dedicated server: 50% of RAM up to 4 GB, then 75%"
+            if buffer_pool(f) < share // MB * MB:
+                pool_why += (", rounded down to a size MySQL runs as written (it rounds a pool "
+                             "up to whole chunks x instances)")
         why = {"innodb_buffer_pool_size": pool_why,
                "innodb_io_capacity": (f"typical for {medium(f)} ('as low as practical': MySQL "
                                       "manual, Configuring InnoDB I/O Capacity)"
