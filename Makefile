@@ -107,6 +107,13 @@ bench-validate: install
 	$(PY) -m benchmarks.validate $(SCENARIO) --results bench-out/results.json \
 	  --out bench-out/validate-$(SCENARIO).json $(VALIDATE_ARGS)
 
+# A target between two arms asked of the real server: each one's pick in seeds 0-4
+.PHONY: bench-real-target
+bench-real-target: install
+	@test -n "$(SCENARIO)" || { echo "usage: make bench-real-target SCENARIO=name"; exit 2; }
+	$(PY) -m benchmarks.real_target $(SCENARIO) --results bench-out/results.json \
+	  --out bench-out/real-target-$(SCENARIO).json $(REAL_TARGET_ARGS)
+
 bench-probe: install
 	$(PY) -m benchmarks.probe_bandwidth
 

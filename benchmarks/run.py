@@ -25,7 +25,7 @@ from pmem_advisor.errors import EXIT_INTERNAL, AdvisorError, Interrupted, UsageE
 from pmem_advisor.fileio import write_file_safely
 from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
 
-from . import dataset, production, surrogate, validate
+from . import dataset, production, real_target, surrogate, validate
 from .harness import report, stats
 from .harness.arms import (
     ARM_NAMES,
@@ -468,6 +468,9 @@ def run_scenario(data: surrogate.ScenarioData, settings: dict[str, Any], data_di
                  f"{_dates(data.rows)}; load average (1 min) during trials median "
                  f"{_load(data.rows)}")
     notes.extend(targets(rows, safe))
+    asked = real_target.summary_line(data.name, data_dir)  # a target asked of the real server
+    if asked:
+        notes.append(asked)
     result = report.ScenarioResult(data.name, title, settings["budgets"], seeds, records,
                                    statuses, rows, notes=notes, wall_s=time.monotonic() - t0,
                                    meta={"surrogate": {"kind": fitted.kind, "r2": fitted.r2,
