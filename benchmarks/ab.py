@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import dataset, surrogate
-from benchmarks.validate import Candidate, guarded, measure_interleaved, on_real_server
+from benchmarks.validate import (
+    Candidate,
+    guarded,
+    measure_interleaved,
+    on_real_server,
+    scenario_data,
+    scenario_parser,
+)
 from pmem_advisor.tuner.evaluator import Evaluator, TrialConfig
 
 ALPHA = 0.05
@@ -100,16 +107,12 @@ def base_config(data: surrogate.ScenarioData, which: str) -> TrialConfig:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.ab", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", help="a scenario name (benchmarks/scenarios/NAME.yaml)")
+    p = scenario_parser("python -m benchmarks.ab", __doc__)
     p.add_argument("--set", dest="change", required=True, metavar="K=V[,K=V]",
                    help="the change to measure")
     p.add_argument("--base", choices=("rules", "dataset"), default="rules")
     p.add_argument("--base-set", default="", metavar="K=V[,K=V]")
     p.add_argument("--rounds", type=int, default=4)
-    p.add_argument("--data-dir", default=str(dataset.DATA_DIR))
-    p.add_argument("--out", help="write the runs and the verdict as JSON here")
     return p.parse_args(argv)
 
 
@@ -124,11 +127,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.rounds < MIN_ROUNDS:
         raise UsageError(f"--rounds must be >= {MIN_ROUNDS} (a paired test on fewer rounds "
                          "says nothing on a noisy machine)")
-    try:
-        data = surrogate.load_scenario(args.scenario, Path(args.data_dir))
-    except OSError as exc:  # a dataset that is not there
-        raise UsageError(f"no dataset for {args.scenario} in {args.data_dir} "
-                         f"({exc.strerror or exc})") from None
+    data = scenario_data(args)
     catalog = scenario_catalog(data)
     change = parse_settings(args.change, catalog)
     base_change = parse_settings(args.base_set, catalog)

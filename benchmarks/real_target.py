@@ -30,10 +30,13 @@ from typing import Any
 from benchmarks import dataset, surrogate
 from benchmarks.validate import (
     Candidate,
+    bench_result,
     final_configs,
     guarded,
     measure_interleaved,
     on_real_server,
+    scenario_data,
+    scenario_parser,
 )
 from pmem_advisor.tuner.evaluator import Evaluator
 
@@ -173,17 +176,13 @@ def summary_line(name: str, data_dir: Path) -> str | None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.real_target", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", help="a scenario name (benchmarks/scenarios/NAME.yaml)")
+    p = scenario_parser("python -m benchmarks.real_target", __doc__)
     p.add_argument("--results", default="bench-out/results.json",
                    help="the results.json of a `make bench` run that covered the scenario")
     p.add_argument("--ours", default="pmem-advisor@5", metavar="ARM@N")
     p.add_argument("--theirs", default="smac@50", metavar="ARM@N")
     p.add_argument("--seeds", default="0-4", help="the bench seeds whose picks are measured")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--data-dir", default=str(dataset.DATA_DIR))
-    p.add_argument("--out", help="write the runs and the verdict as JSON here")
     return p.parse_args(argv)
 
 
@@ -200,15 +199,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.rounds * len(seeds) < MIN_PAIRS:
         raise UsageError(f"--rounds x seeds must be >= {MIN_PAIRS} (a paired test on fewer "
                          "pairs says nothing on a noisy machine)")
-    try:
-        results = json.loads(Path(args.results).read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read {args.results}: {exc}; run `make bench` first"
-                         ) from None
-    result = next((r for r in results.get("scenarios", results.get("results", []))
-                   if isinstance(r, dict) and r.get("name") == args.scenario), None)
-    if result is None:
-        raise UsageError(f"{args.results} has no scenario {args.scenario!r}")
+    result = bench_result(args.results, args.scenario)
     try:  # before any server starts: a file of another shape fails in a second
         ours = picks(result, *ours_arm, seeds)
         theirs = picks(result, *theirs_arm, seeds)
@@ -219,11 +210,7 @@ def _main(args: argparse.Namespace) -> int:
     if not both:
         raise UsageError(f"{args.results} has no pick of {args.ours} and {args.theirs} in "
                          f"seeds {_seeds(seeds)}")
-    try:
-        data = surrogate.load_scenario(args.scenario, Path(args.data_dir))
-    except OSError as exc:
-        raise UsageError(f"no dataset for {args.scenario} in {args.data_dir} "
-                         f"({exc.strerror or exc})") from None
+    data = scenario_data(args)
     x, y = data.training()
     fitted = surrogate.fit(x, y, seed=0)
     model = (surrogate.SurrogateEvaluator(data, fitted, seed=0)

@@ -233,17 +233,52 @@ def validate(cands: list[Candidate], data: surrogate.ScenarioData, evaluator: Ev
                          "runs": c.runs, "failures": c.failures} for c in cands]}
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.validate", description=__doc__,
+def scenario_parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
+    """The arguments every question to a scenario's real server shares: the scenario, the
+    datasets' directory, where the JSON goes."""
+    p = argparse.ArgumentParser(prog=prog, description=doc,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", help="a scenario name (benchmarks/scenarios/NAME.yaml)")
+    p.add_argument("--data-dir", default=str(dataset.DATA_DIR))
+    p.add_argument("--out", help="write the runs and the verdict as JSON here")
+    return p
+
+
+def bench_result(path: str, scenario: str) -> dict[str, Any]:
+    """``scenario``'s result in a `make bench` results.json; a usage error when the file
+    cannot be read or does not cover it."""
+    from pmem_advisor.errors import UsageError
+
+    try:
+        results = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}; run `make bench` first") from None
+    result = next((r for r in results.get("scenarios", results.get("results", []))
+                   if isinstance(r, dict) and r.get("name") == scenario), None)
+    if result is None:
+        raise UsageError(f"{path} has no scenario {scenario!r}")
+    return result
+
+
+def scenario_data(args: argparse.Namespace) -> surrogate.ScenarioData:
+    """The dataset of ``args.scenario`` in ``args.data_dir``; a usage error when it is not
+    there."""
+    from pmem_advisor.errors import UsageError
+
+    try:
+        return surrogate.load_scenario(args.scenario, Path(args.data_dir))
+    except OSError as exc:
+        raise UsageError(f"no dataset for {args.scenario} in {args.data_dir} "
+                         f"({exc.strerror or exc})") from None
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = scenario_parser("python -m benchmarks.validate", __doc__)
     p.add_argument("--results", default="bench-out/results.json",
                    help="the results.json of a `make bench` run that covered the scenario")
     p.add_argument("--budget", type=int, default=BUDGET)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=int, default=REPEATS)
-    p.add_argument("--data-dir", default=str(dataset.DATA_DIR))
-    p.add_argument("--out", help="write the validation as JSON here")
     return p.parse_args(argv)
 
 
@@ -298,16 +333,8 @@ def _main(args: argparse.Namespace) -> int:
     if args.budget < 1 or args.repeats < 3:
         raise UsageError("--budget must be >= 1 and --repeats >= 3 (a median of fewer "
                          "runs says nothing on a noisy machine)")
-    try:
-        results = json.loads(Path(args.results).read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read {args.results}: {exc}; run `make bench` first"
-                         ) from None
-    result = next((r for r in results.get("scenarios", results.get("results", []))
-                   if r.get("name") == args.scenario), None)
-    if result is None:
-        raise UsageError(f"{args.results} has no scenario {args.scenario!r}")
-    data = surrogate.load_scenario(args.scenario, Path(args.data_dir))
+    result = bench_result(args.results, args.scenario)
+    data = scenario_data(args)
     try:  # before any server starts: a file of another shape fails in a second
         cands = candidates(result, data, args.budget, args.seed)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
