@@ -266,10 +266,13 @@ def scenario_data(args: argparse.Namespace) -> surrogate.ScenarioData:
     from pmem_advisor.errors import UsageError
 
     try:
-        return surrogate.load_scenario(args.scenario, Path(args.data_dir))
+        data = surrogate.load_scenario(args.scenario, Path(args.data_dir))
     except OSError as exc:
         raise UsageError(f"no dataset for {args.scenario} in {args.data_dir} "
                          f"({exc.strerror or exc})") from None
+    if not data.rows and not data.provenance:  # a mistyped --data-dir: not a server's time
+        raise UsageError(f"no dataset for {args.scenario} in {args.data_dir}")
+    return data
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

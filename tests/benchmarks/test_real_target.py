@@ -94,6 +94,7 @@ def test_make_bench_reads_the_committed_check_back(tmp_path):
     (["--seeds", "0", "--rounds", "2"], ">= 3"),
     (["--seeds", "9"], "no pick"),
     (["--results", "absent.json"], "cannot read"),
+    (["--data-dir", "absent.json"], "no dataset for syn-pg"),
 ])
 def test_bad_input_is_one_line_and_exit_2_before_any_server(tmp_path, capsys, args, said):
     make_dataset(tmp_path, "syn-pg", rows=30)

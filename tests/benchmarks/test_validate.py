@@ -166,3 +166,13 @@ def test_make_bench_reads_the_committed_validation_back(tmp_path):
     assert line.startswith("real validation (syn-pg.validation.json, budget 10, 3 interleaved")
     assert out["agreement"]["text"] in line
     assert validate.summary_line("absent", tmp_path) is None
+
+
+def test_a_missing_dataset_is_one_line_and_exit_2_before_any_server(tmp_path, capsys):
+    import json
+
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"scenarios": [RESULT]}))
+    rc = validate.main(["syn-pg", "--results", str(results), "--data-dir", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("error: no dataset for syn-pg")
