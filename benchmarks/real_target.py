@@ -93,7 +93,6 @@ def check(evaluator: Evaluator, ours: dict[int, Candidate], theirs: dict[int, Ca
           log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Every distinct pick measured ``rounds`` times, interleaved; ours against theirs paired
     by seed and round."""
-    from pmem_advisor.tuner.stats import compare_paired
 
     seeds = [s for s in ours if s in theirs]
     distinct: dict[str, Candidate] = {}
@@ -106,23 +105,51 @@ def check(evaluator: Evaluator, ours: dict[int, Candidate], theirs: dict[int, Ca
     for c in cands:
         c.predicted = predict(c)
     measure_interleaved(evaluator, cands, rounds, log=log)
-    a: list[float | None] = []
-    b: list[float | None] = []
     per_seed = []
     for seed in seeds:
         mine, other = distinct[ours[seed].key], distinct[theirs[seed].key]
-        a.extend(mine.runs)
-        b.extend(other.runs)
         per_seed.append({"seed": seed, "same_config": mine is other,
                          "ours": {"params": mine.config.params, "predicted": mine.predicted,
                                   "runs": mine.runs, "median": mine.median()},
                          "theirs": {"params": other.config.params,
                                     "predicted": other.predicted, "runs": other.runs,
                                     "median": other.median()}})
-    verdict = compare_paired(a, b, alpha=ALPHA)
+    verdict = by_round(per_seed)
     return {"ours": labels[0], "theirs": labels[1], "seeds": seeds, "rounds": rounds,
             "pairs": verdict["n_a"], "per_seed": per_seed, "verdict": verdict,
             "failures": {" / ".join(c.arms): c.failures for c in cands if c.failures}}
+
+
+def by_round(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
+    """Ours against theirs paired by seed and round (both picks of a seed ran in each round)."""
+    from pmem_advisor.tuner.stats import compare_paired
+
+    return compare_paired([r for s in per_seed for r in s["ours"]["runs"]],
+                          [r for s in per_seed for r in s["theirs"]["runs"]], alpha=ALPHA)
+
+
+def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Checks of one target on one scenario, run at different times on different seeds, as
+    one: each seed's two picks ran in the same rounds of one run, so the pairing holds."""
+    from pmem_advisor.errors import UsageError
+
+    same = ("scenario", "ours", "theirs", "rounds")
+    first = parts[0]
+    for part in parts[1:]:
+        if any(part.get(k) != first.get(k) for k in same):
+            raise UsageError("checks to combine must share the scenario, both arms and the "
+                             f"rounds: {', '.join(str(part.get(k)) for k in same)} against "
+                             f"{', '.join(str(first.get(k)) for k in same)}")
+    seeds = [s for part in parts for s in part["seeds"]]
+    twice = sorted({s for s in seeds if seeds.count(s) > 1})
+    if twice:
+        raise UsageError(f"seed {_seeds(twice)} is in more than one check")
+    per_seed = sorted((s for part in parts for s in part["per_seed"]), key=lambda s: s["seed"])
+    verdict = by_round(per_seed)
+    return {**{k: first.get(k) for k in same}, "seeds": sorted(seeds),
+            "pairs": verdict["n_a"], "per_seed": per_seed, "verdict": verdict,
+            "failures": {k: v for part in parts for k, v in (part.get("failures") or {}).items()},
+            "combined_from": len(parts)}
 
 
 def by_seed(result: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +167,9 @@ def summary(result: dict[str, Any]) -> str:
     v = result["verdict"]
     head = (f"on the real server, {result['ours']} against {result['theirs']} "
             f"(each one's pick in seeds {_seeds(result['seeds'])}; {result['rounds']} "
-            "interleaved rounds)")
+            "interleaved rounds"
+            + (f", {result['combined_from']} runs combined" if result.get("combined_from")
+               else "") + ")")
     if v.get("gain_pct") is None or v.get("ci_low_pct") is None or v["n_a"] < MIN_PAIRS:
         return f"{head}: too few paired runs to compare ({v['n_a']})"
     said = {"better": "faster", "worse": "slower"}
@@ -183,6 +212,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--theirs", default="smac@50", metavar="ARM@N")
     p.add_argument("--seeds", default="0-4", help="the bench seeds whose picks are measured")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--combine", nargs="+", metavar="CHECK.json",
+                   help="no server: combine saved checks of other seeds into one")
     return p.parse_args(argv)
 
 
@@ -194,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     from pmem_advisor.errors import UsageError
 
+    if args.combine:
+        out = combine([_read_check(path, args.scenario) for path in args.combine])
+        return _said(out, args.out)
     ours_arm, theirs_arm = parse_arm(args.ours), parse_arm(args.theirs)
     seeds = parse_seeds(args.seeds)
     if args.rounds * len(seeds) < MIN_PAIRS:
@@ -219,15 +253,33 @@ def _main(args: argparse.Namespace) -> int:
         ev, ours, theirs, args.rounds, labels=(args.ours, args.theirs), log=log,
         predict=lambda c: model.expected(c.config) if model else None))
     out["scenario"] = args.scenario
+    return _said(out, args.out)
+
+
+def _said(out: dict[str, Any], path: str | None) -> int:
     for s in out["per_seed"]:
-        print(f"seed {s['seed']}: {args.ours} "
-              + ", ".join("failed" if r is None else f"{r:,.0f}" for r in s["ours"]["runs"])
-              + f"; {args.theirs} "
-              + ", ".join("failed" if r is None else f"{r:,.0f}" for r in s["theirs"]["runs"]))
+        print(f"seed {s['seed']}: {out['ours']} " + _runs(s["ours"]["runs"])
+              + f"; {out['theirs']} " + _runs(s["theirs"]["runs"]))
     print(summary(out))
-    if args.out:
-        dataset.write_json(Path(args.out), out)
+    if path:
+        dataset.write_json(Path(path), out)
     return 0
+
+
+def _runs(runs: list[float | None]) -> str:
+    return ", ".join("failed" if r is None else f"{r:,.0f}" for r in runs)
+
+
+def _read_check(path: str, scenario: str) -> dict[str, Any]:
+    from pmem_advisor.errors import UsageError
+
+    try:
+        check_ = json.loads(Path(path).read_text(encoding="utf-8"))
+        if check_["scenario"] != scenario or not check_["per_seed"]:
+            raise ValueError(f"not a check of {scenario}")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"cannot combine {path}: {exc}") from None
+    return check_
 
 
 if __name__ == "__main__":

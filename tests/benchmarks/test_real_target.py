@@ -131,3 +131,48 @@ def test_make_bench_prints_the_committed_check_under_its_targets(tmp_path, capsy
     printed = capsys.readouterr().out
     line = real_target.summary(out)
     assert line in printed and printed.index("target rules-only") < printed.index(line)
+
+
+def _saved_check(seeds, rounds=3):
+    ours = real_target.picks(RESULT, "pmem-advisor", 5, seeds)
+    theirs = real_target.picks(RESULT, "smac", 50, seeds)
+    out = real_target.check(SyntheticEvaluator(noise=0.02, seed=seeds[0]), ours, theirs,
+                            rounds, labels=("pmem-advisor@5", "smac@50"))
+    return {**out, "scenario": "syn-pg"}
+
+
+def test_checks_of_other_seeds_combine_into_one_paired_as_they_ran(tmp_path, capsys):
+    first, second = _saved_check([1, 0]), _saved_check([2])
+    both = real_target.combine([first, second])
+    assert both["seeds"] == [0, 1, 2] and [s["seed"] for s in both["per_seed"]] == [0, 1, 2]
+    assert both["pairs"] == first["pairs"] + second["pairs"] == 9
+    assert both["verdict"] == real_target.by_round(both["per_seed"])
+    assert "3 interleaved rounds, 2 runs combined)" in real_target.summary(both)
+    paths = []
+    for i, part in enumerate((first, second)):
+        paths.append(tmp_path / f"{i}.json")
+        dataset.write_json(paths[-1], part)
+    out = tmp_path / "both.json"
+    assert real_target.main(["syn-pg", "--combine", *map(str, paths), "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["seeds"] == [0, 1, 2]
+    assert real_target.summary(both) in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("other, said", [
+    ({"rounds": 4}, "must share the scenario, both arms and the rounds"),
+    ({"theirs": "tpe@50"}, "must share"),
+    ({"seeds": [0]}, "seed 0 is in more than one check"),
+])
+def test_checks_that_do_not_belong_together_are_not_combined(other, said):
+    from pmem_advisor.errors import UsageError
+
+    with pytest.raises(UsageError, match=said):
+        real_target.combine([_saved_check([0]), {**_saved_check([1]), **other}])
+
+
+def test_a_file_that_is_not_a_check_of_the_scenario_is_one_line_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    dataset.write_json(bad, {**_saved_check([0]), "scenario": "another"})
+    assert real_target.main(["syn-pg", "--combine", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: cannot combine {bad}: not a check")
