@@ -25,6 +25,7 @@ from typing import Any
 
 from benchmarks import dataset, surrogate
 from benchmarks.validate import (
+    ALPHA,
     Candidate,
     guarded,
     measure_interleaved,
@@ -34,7 +35,6 @@ from benchmarks.validate import (
 )
 from pmem_advisor.tuner.evaluator import Evaluator, TrialConfig
 
-ALPHA = 0.05
 MIN_ROUNDS = 3  # a paired t-test on two rounds has one degree of freedom: it says nothing
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from benchmarks import dataset, surrogate
 from benchmarks.validate import (
+    ALPHA,
     Candidate,
     bench_result,
     final_configs,
@@ -40,7 +41,6 @@ from benchmarks.validate import (
 )
 from pmem_advisor.tuner.evaluator import Evaluator
 
-ALPHA = 0.05
 MIN_PAIRS = 3  # a paired t-test on two pairs has one degree of freedom: it says nothing
 SUFFIX = ".real-target.json"
 

@@ -34,8 +34,8 @@ REPEATS = 5
 # Spearman at or above this over the arms' configs: "the ranking held". Below it the
 # surrogate's ordering is not trusted for this scenario, whatever its held-out R^2 said.
 HELD_SPEARMAN = 0.6
-# The level of the paired test of our config against the best safe arm's: "within noise"
-# unless the interleaved rounds show it worse at this level.
+# The level of every paired test asked of the real server (here, ab and real_target): our
+# config is "within noise" of the best safe arm's unless the rounds show it worse at it.
 ALPHA = 0.05
 OURS = "pmem-advisor"
 UNSAFE = ("ceiling",)  # durability off: the best *safe* arm is the one to be measured against
