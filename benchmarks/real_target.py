@@ -93,7 +93,6 @@ def check(evaluator: Evaluator, ours: dict[int, Candidate], theirs: dict[int, Ca
           log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Every distinct pick measured ``rounds`` times, interleaved; ours against theirs paired
     by seed and round."""
-
     seeds = [s for s in ours if s in theirs]
     distinct: dict[str, Candidate] = {}
     for side, label in ((ours, labels[0]), (theirs, labels[1])):
@@ -114,9 +113,8 @@ def check(evaluator: Evaluator, ours: dict[int, Candidate], theirs: dict[int, Ca
                          "theirs": {"params": other.config.params,
                                     "predicted": other.predicted, "runs": other.runs,
                                     "median": other.median()}})
-    verdict = by_round(per_seed)
-    return {"ours": labels[0], "theirs": labels[1], "seeds": seeds, "rounds": rounds,
-            "pairs": verdict["n_a"], "per_seed": per_seed, "verdict": verdict,
+    return {"ours": labels[0], "theirs": labels[1], "rounds": rounds, "per_seed": per_seed,
+            "verdict": by_round(per_seed),
             "failures": {" / ".join(c.arms): c.failures for c in cands if c.failures}}
 
 
@@ -140,16 +138,19 @@ def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
             raise UsageError("checks to combine must share the scenario, both arms and the "
                              f"rounds: {', '.join(str(part.get(k)) for k in same)} against "
                              f"{', '.join(str(first.get(k)) for k in same)}")
-    seeds = [s for part in parts for s in part["seeds"]]
+    per_seed = sorted((s for part in parts for s in part["per_seed"]), key=lambda s: s["seed"])
+    seeds = seeds_of({"per_seed": per_seed})
     twice = sorted({s for s in seeds if seeds.count(s) > 1})
     if twice:
         raise UsageError(f"seed {_seeds(twice)} is in more than one check")
-    per_seed = sorted((s for part in parts for s in part["per_seed"]), key=lambda s: s["seed"])
-    verdict = by_round(per_seed)
-    return {**{k: first.get(k) for k in same}, "seeds": sorted(seeds),
-            "pairs": verdict["n_a"], "per_seed": per_seed, "verdict": verdict,
+    return {**{k: first.get(k) for k in same}, "per_seed": per_seed,
+            "verdict": by_round(per_seed),
             "failures": {k: v for part in parts for k, v in (part.get("failures") or {}).items()},
             "combined_from": len(parts)}
+
+
+def seeds_of(result: dict[str, Any]) -> list[int]:
+    return [s["seed"] for s in result["per_seed"]]
 
 
 def by_seed(result: dict[str, Any]) -> dict[str, Any]:
@@ -166,15 +167,17 @@ def by_seed(result: dict[str, Any]) -> dict[str, Any]:
 def summary(result: dict[str, Any]) -> str:
     v = result["verdict"]
     head = (f"on the real server, {result['ours']} against {result['theirs']} "
-            f"(each one's pick in seeds {_seeds(result['seeds'])}; {result['rounds']} "
+            f"(each one's pick in seeds {_seeds(seeds_of(result))}; {result['rounds']} "
             "interleaved rounds"
             + (f", {result['combined_from']} runs combined" if result.get("combined_from")
                else "") + ")")
     if v.get("gain_pct") is None or v.get("ci_low_pct") is None or v["n_a"] < MIN_PAIRS:
         return f"{head}: too few paired runs to compare ({v['n_a']})"
     said = {"better": "faster", "worse": "slower"}
-    wins = sum(1 for s in result["per_seed"]
-               if (s["ours"]["median"] or 0) >= (s["theirs"]["median"] or 0))
+    # a seed where either pick never ran says nothing about who is ahead
+    compared = [s for s in result["per_seed"]
+                if s["ours"]["median"] is not None and s["theirs"]["median"] is not None]
+    wins = sum(1 for s in compared if s["ours"]["median"] >= s["theirs"]["median"])
     seeds = by_seed(result)
     seed_text = (f"seed by seed p {seeds['p_value']:.2g}: "
                  + said.get(seeds["decision"], "no significant difference")
@@ -187,7 +190,7 @@ def summary(result: dict[str, Any]) -> str:
                   else "no significant difference")
     return (f"{head}: {v['gain_pct']:+.1f}% [{v['ci_low_pct']:+.1f}%, "
             f"{v['ci_high_pct']:+.1f}%] paired by round (p {v['p_value']:.2g}: {round_text});"
-            f" ours ahead in {wins} of {len(result['per_seed'])} seeds ({seed_text})"
+            f" ours ahead in {wins} of {len(compared)} seeds ({seed_text})"
             f"{surrogate_said}")
 
 

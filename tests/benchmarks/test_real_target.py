@@ -48,7 +48,8 @@ def test_the_real_server_decides_paired_by_seed_and_round():
     ev = SyntheticEvaluator(noise=0.02)
     out = real_target.check(ev, ours, theirs, 3, labels=("pmem-advisor@5", "smac@50"))
     # two distinct configs over three seeds, each run once per round
-    assert len(ev.calls) == 6 and out["seeds"] == [0, 1, 2] and out["pairs"] == 9
+    assert len(ev.calls) == 6 and real_target.seeds_of(out) == [0, 1, 2]
+    assert out["verdict"]["n_a"] == 9
     assert [s["same_config"] for s in out["per_seed"]] == [False, False, True]
     assert out["verdict"]["decision"] == "better" and out["verdict"]["gain_pct"] > 20
     line = real_target.summary(out)
@@ -73,7 +74,7 @@ def test_failed_runs_drop_their_pairs_and_too_few_are_said():
     theirs = real_target.picks(RESULT, "smac", 50, [0])
     out = real_target.check(SyntheticEvaluator(noise=0, fail_above=60), ours, theirs, 3,
                             labels=("a@5", "b@50"))
-    assert out["pairs"] == 0 and out["failures"]
+    assert out["verdict"]["n_a"] == 0 and out["failures"]
     assert "too few paired runs to compare (0)" in real_target.summary(out)
 
 
@@ -144,8 +145,8 @@ def _saved_check(seeds, rounds=3):
 def test_checks_of_other_seeds_combine_into_one_paired_as_they_ran(tmp_path, capsys):
     first, second = _saved_check([1, 0]), _saved_check([2])
     both = real_target.combine([first, second])
-    assert both["seeds"] == [0, 1, 2] and [s["seed"] for s in both["per_seed"]] == [0, 1, 2]
-    assert both["pairs"] == first["pairs"] + second["pairs"] == 9
+    assert real_target.seeds_of(both) == [0, 1, 2]
+    assert both["verdict"]["n_a"] == first["verdict"]["n_a"] + second["verdict"]["n_a"] == 9
     assert both["verdict"] == real_target.by_round(both["per_seed"])
     assert "3 interleaved rounds, 2 runs combined)" in real_target.summary(both)
     paths = []
@@ -154,14 +155,14 @@ def test_checks_of_other_seeds_combine_into_one_paired_as_they_ran(tmp_path, cap
         dataset.write_json(paths[-1], part)
     out = tmp_path / "both.json"
     assert real_target.main(["syn-pg", "--combine", *map(str, paths), "--out", str(out)]) == 0
-    assert json.loads(out.read_text())["seeds"] == [0, 1, 2]
+    assert real_target.seeds_of(json.loads(out.read_text())) == [0, 1, 2]
     assert real_target.summary(both) in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("other, said", [
     ({"rounds": 4}, "must share the scenario, both arms and the rounds"),
     ({"theirs": "tpe@50"}, "must share"),
-    ({"seeds": [0]}, "seed 0 is in more than one check"),
+    ({"per_seed": _saved_check([0])["per_seed"]}, "seed 0 is in more than one check"),
 ])
 def test_checks_that_do_not_belong_together_are_not_combined(other, said):
     from pmem_advisor.errors import UsageError
@@ -176,3 +177,21 @@ def test_a_file_that_is_not_a_check_of_the_scenario_is_one_line_and_exit_2(tmp_p
     assert real_target.main(["syn-pg", "--combine", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: cannot combine {bad}: not a check")
+
+
+def test_a_seed_whose_pick_never_ran_is_not_counted_as_ahead():
+    def seed(n, ours, theirs):
+        return {"seed": n, "ours": {"runs": ours, "median": _median(ours), "predicted": None},
+                "theirs": {"runs": theirs, "median": _median(theirs), "predicted": None}}
+
+    per_seed = [seed(0, [110.0, 112.0, 111.0], [100.0, 101.0, 99.0]),
+                seed(1, [90.0, 91.0, 92.0], [100.0, 99.0, 101.0]),
+                seed(2, [None, None, None], [None, None, None])]
+    result = {"ours": "a@5", "theirs": "b@50", "rounds": 3, "per_seed": per_seed,
+              "verdict": real_target.by_round(per_seed)}
+    assert "ours ahead in 1 of 2 seeds" in real_target.summary(result)
+
+
+def _median(runs):
+    ok = [r for r in runs if r is not None]
+    return sorted(ok)[len(ok) // 2] if ok else None
