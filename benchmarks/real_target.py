@@ -146,7 +146,8 @@ def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return {**{k: first.get(k) for k in same}, "per_seed": per_seed,
             "verdict": by_round(per_seed),
             "failures": {k: v for part in parts for k, v in (part.get("failures") or {}).items()},
-            "combined_from": len(parts)}
+            # a part that was itself combined counts the runs it came from
+            "combined_from": sum(part.get("combined_from") or 1 for part in parts)}
 
 
 def seeds_of(result: dict[str, Any]) -> list[int]:

@@ -159,6 +159,13 @@ def test_checks_of_other_seeds_combine_into_one_paired_as_they_ran(tmp_path, cap
     assert real_target.summary(both) in capsys.readouterr().out
 
 
+def test_a_combined_check_combined_again_counts_every_run_it_came_from():
+    twice = real_target.combine([_saved_check([0]), _saved_check([1])])
+    thrice = real_target.combine([twice, _saved_check([2])])
+    assert real_target.seeds_of(thrice) == [0, 1, 2]
+    assert "3 interleaved rounds, 3 runs combined)" in real_target.summary(thrice)
+
+
 @pytest.mark.parametrize("other, said", [
     ({"rounds": 4}, "must share the scenario, both arms and the rounds"),
     ({"theirs": "tpe@50"}, "must share"),
