@@ -14,8 +14,11 @@ when its steady part is clearly below the incumbent, the best measured trial so 
   error no sample of one run shows, the run-to-run spread of one config (``run_noise_pct``).
   On the shared VMs the machine's own speed shifts by ~25% for 10-20 s at a time with no steal
   reported: five seconds of a slow spell are steady, tightly spread and still say nothing
-  about the config (the demo's pruner stopped its later winner that way). The incumbent's one
-  run is the luckiest of the search as much as the best (the winner's curse), hence the margin.
+  about the config (the demo's pruner stopped its later winner that way). The incumbent is one
+  run too, with the same run-to-run spread: the bound is of the difference of two runs, so
+  both errors enter it (a slow spell of 0.74x at 7 s was pruned while only the trial's counted,
+  and that trial won another demo run). The incumbent's one run is also the luckiest of the
+  search as much as the best (the winner's curse), hence the margin.
 
 A pruned trial keeps the mean of what it ran as its value (the samplers still learn from it)
 and is recorded as pruned-by-interim, never as a failure; the time it saves goes to the
@@ -58,10 +61,11 @@ def interim_samples(trial: FrozenTrial) -> list[float]:
 RUN_NOISE_PCT = 10.0
 
 
-def upper_bound(samples: list[float], z: float, run_noise_pct: float = 0.0
-                ) -> tuple[float, float]:
+def upper_bound(samples: list[float], z: float, run_noise_pct: float = 0.0,
+                against: float = 0.0) -> tuple[float, float]:
     """(mean, mean + z standard errors): the samples' error widened for lag-1
-    autocorrelation, combined with ``run_noise_pct`` of the mean (the run-to-run spread)."""
+    autocorrelation, combined with ``run_noise_pct`` of the mean (the run-to-run spread) and,
+    when the mean is compared with another single run ``against``, ``run_noise_pct`` of it."""
     n = len(samples)
     mean = statistics.fmean(samples)
     sd = statistics.stdev(samples) if n > 1 else 0.0
@@ -73,7 +77,8 @@ def upper_bound(samples: list[float], z: float, run_noise_pct: float = 0.0
     n_eff = n * (1 - rho) / (1 + rho)
     within = sd / math.sqrt(max(n_eff, 1.0))
     between = mean * run_noise_pct / 100.0
-    return mean, mean + z * math.hypot(within, between)
+    other = against * run_noise_pct / 100.0
+    return mean, mean + z * math.hypot(within, between, other)
 
 
 class InterimPruner(optuna.pruners.BasePruner):
@@ -102,7 +107,7 @@ class InterimPruner(optuna.pruners.BasePruner):
         incumbent = self.incumbent if self.incumbent is not None else _incumbent(study, trial)
         if incumbent is None:
             return InterimDecision(False, "no incumbent yet")
-        mean, upper = upper_bound(steady, self.z, self.run_noise_pct)
+        mean, upper = upper_bound(steady, self.z, self.run_noise_pct, against=incumbent)
         line = incumbent * (1 - self.margin_pct / 100.0)
         if upper < line:
             return InterimDecision(True, f"interim {mean:,.1f}/s (upper bound {upper:,.1f}) "

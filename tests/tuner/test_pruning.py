@@ -67,6 +67,18 @@ def test_a_slow_spell_of_the_machine_is_not_a_slow_config():
     assert InterimPruner().prune(study, far)
 
 
+def test_a_deeper_spell_is_judged_against_the_incumbent_s_own_run_noise_too():
+    """`make demo`, 2026-11-29: seven seconds at ~5,190 tps against the incumbent's one run of
+    6,988 (0.74x) were pruned; the same config had won another demo run at +6.6% over
+    rules-only. Both sides are single runs with the same run-to-run spread."""
+    study = _study_with_incumbent(6987.9)
+    spell = _trial(study, [5150.0, 5210.0, 5170.0, 5200.0, 5190.0, 5180.0, 5205.0])
+    d = InterimPruner().decide(study, spell)
+    assert not d.prune and d.upper > 6987.9 * 0.95
+    # beside a far slower config, which still stops: half the incumbent
+    assert InterimPruner().prune(study, _trial(study, [3500.0 + (i % 3) for i in range(8)]))
+
+
 def test_too_few_interim_points_never_prune():
     study = _study_with_incumbent(1000.0)
     few = _trial(study, [100.0, 101.0, 99.0, 100.0])
