@@ -178,7 +178,9 @@ def summary(result: dict[str, Any]) -> str:
     # a seed where either pick never ran says nothing about who is ahead
     compared = [s for s in result["per_seed"]
                 if s["ours"]["median"] is not None and s["theirs"]["median"] is not None]
-    wins = sum(1 for s in compared if s["ours"]["median"] >= s["theirs"]["median"])
+    # and a seed where both arms picked the same config is alike, not ours ahead
+    wins = sum(1 for s in compared if s["ours"]["median"] > s["theirs"]["median"])
+    alike = sum(1 for s in compared if s["same_config"])
     seeds = by_seed(result)
     seed_text = (f"seed by seed p {seeds['p_value']:.2g}: "
                  + said.get(seeds["decision"], "no significant difference")
@@ -191,7 +193,8 @@ def summary(result: dict[str, Any]) -> str:
                   else "no significant difference")
     return (f"{head}: {v['gain_pct']:+.1f}% [{v['ci_low_pct']:+.1f}%, "
             f"{v['ci_high_pct']:+.1f}%] paired by round (p {v['p_value']:.2g}: {round_text});"
-            f" ours ahead in {wins} of {len(compared)} seeds ({seed_text})"
+            f" ours ahead in {wins} of {len(compared)} seeds"
+            + (f", {alike} with the same pick" if alike else "") + f" ({seed_text})"
             f"{surrogate_said}")
 
 

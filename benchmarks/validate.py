@@ -253,8 +253,10 @@ def bench_result(path: str, scenario: str) -> dict[str, Any]:
         results = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read {path}: {exc}; run `make bench` first") from None
-    result = next((r for r in results.get("scenarios", results.get("results", []))
-                   if isinstance(r, dict) and r.get("name") == scenario), None)
+    listed = (results.get("scenarios", results.get("results", []))
+              if isinstance(results, dict) else [])
+    result = next((r for r in listed if isinstance(r, dict) and r.get("name") == scenario),
+                  None)
     if result is None:
         raise UsageError(f"{path} has no scenario {scenario!r}")
     return result

@@ -55,7 +55,8 @@ def test_the_real_server_decides_paired_by_seed_and_round():
     line = real_target.summary(out)
     assert "(p 0.00" in line and "ours faster on these picks" in line
     # the seed is the unit of the general claim: two differing seeds of three test nothing
-    assert "ours ahead in 3 of 3 seeds (seed by seed p" in line
+    # seed 2's two picks are one config: alike, not ours ahead
+    assert "ours ahead in 2 of 3 seeds, 1 with the same pick (seed by seed p" in line
     assert line.startswith("on the real server, pmem-advisor@5 against smac@50 (each one's "
                            "pick in seeds 0, 1, 2; 3 interleaved rounds): +")
 
@@ -96,13 +97,15 @@ def test_make_bench_reads_the_committed_check_back(tmp_path):
     (["--seeds", "9"], "no pick"),
     (["--results", "absent.json"], "cannot read"),
     (["--data-dir", "absent.json"], "no dataset for syn-pg"),
+    (["--results", "list.json"], "has no scenario 'syn-pg'"),
 ])
 def test_bad_input_is_one_line_and_exit_2_before_any_server(tmp_path, capsys, args, said):
     make_dataset(tmp_path, "syn-pg", rows=30)
     results = tmp_path / "results.json"
     results.write_text(json.dumps({"scenarios": [RESULT]}))
     argv = ["syn-pg", "--results", str(results), "--data-dir", str(tmp_path), *args]
-    argv = [a if a != "absent.json" else str(tmp_path / a) for a in argv]
+    (tmp_path / "list.json").write_text("[]")  # JSON, but not a results.json
+    argv = [a if a not in ("absent.json", "list.json") else str(tmp_path / a) for a in argv]
     assert real_target.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and said in err[0]
@@ -188,7 +191,8 @@ def test_a_file_that_is_not_a_check_of_the_scenario_is_one_line_and_exit_2(tmp_p
 
 def test_a_seed_whose_pick_never_ran_is_not_counted_as_ahead():
     def seed(n, ours, theirs):
-        return {"seed": n, "ours": {"runs": ours, "median": _median(ours), "predicted": None},
+        return {"seed": n, "same_config": False,
+                "ours": {"runs": ours, "median": _median(ours), "predicted": None},
                 "theirs": {"runs": theirs, "median": _median(theirs), "predicted": None}}
 
     per_seed = [seed(0, [110.0, 112.0, 111.0], [100.0, 101.0, 99.0]),
