@@ -5,7 +5,7 @@ a handful of short trials) writing the tuned config and the report into demo-out
 The final phase re-measures tuned, rules-only and defaults in up to DEMO_REPEATS rounds,
 compared round by round (tuner/verdict.py: decided from the third round on). A round runs the
 three side by side: three servers up at once, each on its own copy of the data and in its own
-2 GiB memory cgroup, pgbench taking 4 s turns on each while the other two are paused, so the
+2 GiB memory cgroup, pgbench taking 1 s turns on each while the other two are paused, so the
 host's slow swings fall on the three configs alike (tuner/managed.py evaluate_in_turns). The
 demo ends with the verdict line every output carries and the spread of its repeats. The tune
 step prints the /dev/shm emulation note.

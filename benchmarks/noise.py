@@ -62,7 +62,7 @@ class Arm:
     analyze: bool = False
     thread_per_client: bool = True  # pgbench: one load-generator thread per client
     # A pair arm measures the config twice per round, as the verdict compares two configs:
-    # "sequence" one run after the other, "turns" side by side in TURN_S s turns
+    # "sequence" one run after the other, "turns" side by side in the workload's turns
     # (Evaluator.evaluate_in_turns). Its figure is the spread of the pair's log ratio.
     pair: str | None = None
 
@@ -264,13 +264,14 @@ def _runs(evaluator: Any, arm: Arm) -> list[Any]:
     if arm.pair == "sequence":
         return [measure_run(evaluator, TrialConfig()), measure_run(evaluator, TrialConfig())]
     from pmem_advisor.tuner.cpu_steal import measure_in_turns_undisturbed
-    from pmem_advisor.tuner.verdict import TURN_S
+    from pmem_advisor.tuner.verdict import turn_seconds
 
     pair = [TrialConfig(), TrialConfig()]
-    why = evaluator.in_turns_refusal(pair, TURN_S)
+    turn_s = turn_seconds(evaluator)
+    why = evaluator.in_turns_refusal(pair, turn_s)
     if why is not None:
         raise SystemExit(f"error: the pair cannot run in turns here: {why}")
-    runs, _ = measure_in_turns_undisturbed(evaluator, pair, TURN_S, may_rerun=lambda: False)
+    runs, _ = measure_in_turns_undisturbed(evaluator, pair, turn_s, may_rerun=lambda: False)
     return runs
 
 

@@ -160,6 +160,11 @@ class Workload(ABC):
     # "steady": the warm-up ends where the run's interim samples settle (workloads/interim.py),
     # the given warm-up is the fallback; "fixed": always the given warm-up.
     warmup_mode: str = "steady"
+    # The length of one turn when the verdict runs a round's configs side by side
+    # (Evaluator.evaluate_in_turns): every turn starts the load generator again, so a tool
+    # that starts slowly (sysbench prepares its statements) needs longer turns; the shorter
+    # the turn, the more of the host's short swings the configs of a round share.
+    turn_s: int = 4
     # Scale units each client needs to avoid measuring lock contention on shared rows
     # (pgbench: one branch row per scale unit, updated by every transaction).
     scale_per_client: int = 0

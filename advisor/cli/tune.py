@@ -57,7 +57,8 @@ def tune(
     knob: list[str] = typer.Option([], "--knob", help="Also tune this knob (repeatable)."),
     repeats: int = typer.Option(
         8, "--repeats", help="Most interleaved rounds of the final re-measurement (each "
-        "round side by side in 4 s turns where the server can)."),
+        "round side by side in short turns where the server can: 1 s for pgbench, 4 s for "
+        "sysbench)."),
     offline: bool = typer.Option(False, "--offline",
                                  help="Embed plotly in report.html (no file beside it)."),
     heartbeat: int = typer.Option(10, "--heartbeat", help="Worker heartbeat seconds.",

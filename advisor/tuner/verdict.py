@@ -90,8 +90,10 @@ DEFAULT_MAX_ROUNDS = 8
 # their per-round log ratio, what the paired test sees, was spread 5.1% one after the other and
 # 1.9% in 4 s turns, in the same wall time (63 and 65 s a pair). Pausing matters: in scratch
 # runs of two live servers, 4 s turns with the idle one left running were spread 3.8%, paused
-# 2.0% (2 s turns 1.4%, at twice the load generator's starts).
-TURN_S = 4
+# 2.0% (2 s turns 1.4%, at twice the load generator's starts). Where the host's levels last
+# only a few seconds, shorter turns share them better: the workload gives its own length
+# (``Workload.turn_s``), pgbench 1 s.
+TURN_S = 4  # where the workload does not say (Workload.turn_s; pgbench: 1 s)
 VERDICT_ROLE = "verdict"
 VERDICT_ATTR = "pmem_advisor.verdict"
 VERDICT_FOR_ATTR = "verdict_for"  # on a claim trial: the finalists it measures
@@ -526,7 +528,13 @@ def in_turns_refusal(tuner: Tuner, fin: dict[str, FrozenTrial], higher: bool) ->
     configs = [_trial_config(fin[r]) for r in ROLES if r in fin]
     refusal = getattr(tuner.evaluator, "in_turns_refusal", None)
     return ("this evaluator runs one server at a time" if refusal is None else
-            refusal(configs, TURN_S))
+            refusal(configs, turn_seconds(tuner.evaluator)))
+
+
+def turn_seconds(evaluator: Any) -> int:
+    """The length of a turn for this evaluator's load generator (``Workload.turn_s``)."""
+    own = getattr(getattr(evaluator, "workload", None), "turn_s", None)
+    return int(own) if isinstance(own, int) and own >= 1 else TURN_S
 
 
 def _trial_config(t: FrozenTrial) -> TrialConfig:
@@ -538,7 +546,7 @@ def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[s
             metric: str, higher: bool, remeasure_attr: str, measurement_attrs: Any,
             method: dict[str, Any] | None = None) -> dict[str, Any]:
     """The interleaved rounds. Each round measures the finalists side by side in turns of
-    TURN_S seconds where the evaluator can (``method`` records how, or why not), else one
+    ``turn_seconds`` where the evaluator can (``method`` records how, or why not), else one
     after another."""
     study = tuner.study
     order = [r for r in ROLES if r in fin]
@@ -546,7 +554,8 @@ def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[s
     deadline = getattr(tuner, "deadline", None)  # the end of the whole run's --time-budget
     method = {} if method is None else method
     why_not = in_turns_refusal(tuner, fin, higher)
-    method.update(in_turns=why_not is None, turn_s=TURN_S if why_not is None else None,
+    turn_s = turn_seconds(tuner.evaluator)
+    method.update(in_turns=why_not is None, turn_s=turn_s if why_not is None else None,
                   why_not=why_not)
 
     def may_rerun() -> bool:
@@ -572,7 +581,7 @@ def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[s
         if len(todo) >= 2 and method["in_turns"]:
             tuner.observer.phase(f"re-measure round {rnd}/{plan.max_rounds}: "
                                  + ", ".join(_label(r) for r in todo)
-                                 + f" side by side, in {TURN_S} s turns")
+                                 + f" side by side, in {turn_s} s turns")
 
             def rerun_all(pct: float | None, rnd: int = rnd) -> None:
                 tuner.observer.phase(f"re-measure round {rnd}/{plan.max_rounds} again: the "
@@ -580,7 +589,7 @@ def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[s
 
             try:
                 ms, discarded = measure_in_turns_undisturbed(
-                    tuner.evaluator, [_trial_config(fin[r]) for r in todo], TURN_S,
+                    tuner.evaluator, [_trial_config(fin[r]) for r in todo], turn_s,
                     may_rerun=may_rerun, on_rerun=rerun_all)
             except EnvironmentProblem as e:  # no room for the copies after all: one by one
                 method.update(in_turns=False, turn_s=None,

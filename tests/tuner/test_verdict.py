@@ -566,6 +566,22 @@ def test_a_round_is_measured_side_by_side_where_the_evaluator_can(study_factory,
         "turns while the others were paused" in line
 
 
+def test_the_turns_are_as_long_as_the_workload_says(study_factory, space):
+    from types import SimpleNamespace
+
+    from pmem_advisor.engines.postgres.pgbench import PgbenchTpcb
+    from pmem_advisor.workloads.sysbench import SysbenchWorkload
+
+    ev = InTurnsSynthetic(seed=2, noise=0.002)
+    ev.workload = SimpleNamespace(turn_s=1)  # pgbench's own: it starts in milliseconds
+    study = _tune(study_factory, space, ev, trials=10, seed=2)
+    v = study.user_attrs[VERDICT_ATTR]
+    assert ev.blocks and all(t == 1 for _, t in ev.blocks)
+    assert v["measured"]["turn_s"] == 1
+    assert "the workload taking 1 s turns" in verdict_line(summarize(study))
+    assert PgbenchTpcb.turn_s == 1 and SysbenchWorkload.turn_s == TURN_S == 4
+
+
 def test_an_evaluator_of_one_server_at_a_time_measures_one_after_another_and_says_why(
         study_factory, space):
     ev = SyntheticEvaluator(seed=2, noise=0.002)
