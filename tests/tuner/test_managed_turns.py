@@ -146,3 +146,42 @@ def test_three_configs_in_turns_one_refused(shm_dir, engine_name):
         ev.close()
         group.remove()
     assert not _postmasters(shm_dir)
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_pgbench_turns_are_one_second_each_measured(shm_dir):
+    """The verdict's turns are pgbench's own length (1 s): each turn is a run of its own
+    with a throughput, none lost to the load generator's start."""
+    from pmem_advisor.engines.api import EvalRequest
+    from pmem_advisor.engines.registry import get_engine
+    from pmem_advisor.instances.cgroup import CgroupUnavailable, MemoryCgroup
+    from pmem_advisor.tuner.verdict import turn_seconds
+
+    engine = get_engine("postgres")
+    try:
+        binary = engine.find_binary(None, None)
+    except Exception as e:  # noqa: BLE001 - no such server here
+        pytest.skip(f"no postgres server here: {e}")
+    try:
+        group = MemoryCgroup.create(f"test-turns1-{os.getpid()}", 1 << 30)
+    except CgroupUnavailable as e:
+        pytest.skip(f"no memory cgroup can be made here: {e}")
+    ev = engine.evaluator(EvalRequest(
+        binary, engine.workload("pgbench-tpcb"), scale=1, clients=2, duration=3, warmup=1,
+        data_dir=shm_dir, wal_dir=None, workdir=None, catalog=engine.catalog(
+            binary.flavour, binary.version), cgroup=group))
+    try:
+        assert turn_seconds(ev) == 1
+        assert ev.evaluate(TrialConfig()).ok  # the golden copy
+        configs = [TrialConfig({"work_mem": 4096}), TrialConfig({"work_mem": 8192})]
+        assert ev.in_turns_refusal(configs, 1) is None
+        ms = ev.evaluate_in_turns(configs, turn_seconds(ev))
+        for m in ms:
+            assert m.ok, m.failure
+            assert m.raw["turns"] == 3 and m.raw["turn_s"] == 1
+            assert len(m.raw["turn_tps"]) == 3 and min(m.raw["turn_tps"]) > 0
+    finally:
+        ev.close()
+        group.remove()
+    assert not _postmasters(shm_dir)
