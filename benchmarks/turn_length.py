@@ -27,36 +27,38 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import dataset
+from benchmarks.validate import guarded
+
 ROLES = ("tuned", "rules", "default")
 
 
 def finalists(study_db: Path) -> list[Any]:
-    """The verdict's three configs of a finished demo, as TrialConfigs (tuned, rules, defaults)."""
+    """The verdict's three configs of a finished demo (tuned, rules-only, defaults)."""
     import optuna
 
-    from pmem_advisor.tuner.evaluator import TrialConfig
-    from pmem_advisor.tuner.verdict import VERDICT_ATTR
+    from pmem_advisor.errors import UsageError
+    from pmem_advisor.tuner.verdict import VERDICT_ATTR, trial_config
 
+    if not study_db.is_file():  # sqlite would create an empty one
+        raise UsageError(f"{study_db} is not a file: give a finished demo's study.db")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     url = f"sqlite:///{study_db}"
-    study = optuna.load_study(study_name=optuna.get_all_study_names(url)[0], storage=url)
-    verdict = study.user_attrs.get(VERDICT_ATTR) or {}
-    numbers = verdict.get("trials") or {}
+    try:
+        names = optuna.get_all_study_names(url)
+        study = optuna.load_study(study_name=names[0], storage=url) if names else None
+    except Exception as exc:  # not an SQLite file, or not Optuna's: its error, one line
+        raise UsageError(f"{study_db} is not a study: {type(exc).__name__}") from None
+    numbers = ((study.user_attrs.get(VERDICT_ATTR) or {}).get("trials") or {}) if study else {}
     if not all(r in numbers for r in ROLES):
-        raise SystemExit(f"error: {study_db} has no verdict over tuned, rules-only and defaults")
+        raise UsageError(f"{study_db} has no verdict over tuned, rules-only and defaults")
     by_number = {t.number: t for t in study.trials}
-    out = []
-    for role in ROLES:
-        cfg = by_number[numbers[role]].user_attrs.get("config") or {}
-        out.append(TrialConfig(params=cfg.get("params", {}),
-                               init_params=cfg.get("init_params", {})))
-    return out
+    return [trial_config(by_number[numbers[role]]) for role in ROLES]
 
 
-def measure(study_db: Path, turns: list[int], rounds: int, out: Path) -> None:
+def measure(configs: list[Any], turns: list[int], rounds: int, out: Path) -> None:
     from . import noise
 
-    configs = finalists(study_db)
 
     def log(s: str) -> None:
         print(s, file=sys.stderr, flush=True)
@@ -64,7 +66,7 @@ def measure(study_db: Path, turns: list[int], rounds: int, out: Path) -> None:
     evaluator, close, info = noise.open_demo(log, noise.demo.MEMORY)
     try:
         evaluator.evaluate(configs[2])  # makes the golden copy the side-by-side runs need
-        with open(out, "a", encoding="utf-8") as f:
+        with dataset.appender(out) as f:
             for rnd in range(rounds):
                 shift = rnd % len(turns)
                 for turn_s in turns[shift:] + turns[:shift]:
@@ -75,8 +77,7 @@ def measure(study_db: Path, turns: list[int], rounds: int, out: Path) -> None:
                            "tps": [m.throughput_tps for m in ms],
                            "turn_tps": [m.raw.get("turn_tps") for m in ms],
                            "failures": [m.failure for m in ms], "setup": info}
-                    f.write(json.dumps(row) + "\n")
-                    f.flush()
+                    dataset.append_row(f, row)
                     tps = row["tps"]
                     ratio = (f"{tps[0] / tps[1]:.3f}" if all(tps[:2]) else "n/a")
                     log(f"round {rnd + 1} of {rounds}, {turn_s} s turns: tuned/rules-only "
@@ -123,27 +124,36 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="rows (JSON lines), appended")
     p.add_argument("--summarise", type=Path, help="summarise these rows instead")
     p.add_argument("--json", type=Path, help="with --summarise: write the summary here")
-    a = p.parse_args(argv)
-    if a.summarise:
+    args = p.parse_args(argv)
+    return guarded(lambda: _main(args))
+
+
+def _main(args: argparse.Namespace) -> int:
+    from pmem_advisor.errors import UsageError
+
+    if args.summarise:
         try:
-            rows = [json.loads(x) for x in a.summarise.read_text().splitlines() if x.strip()]
-        except (OSError, ValueError) as e:
-            print(f"error: {a.summarise}: {e}", file=sys.stderr)
-            return 2
-        text = json.dumps(summarise(rows), indent=1)
-        if a.json:
-            a.json.write_text(text + "\n")
-        print(text)
+            rows = [json.loads(x) for x in args.summarise.read_text().splitlines()
+                    if x.strip()]
+            summary = summarise(rows)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"cannot read {args.summarise}: {exc}") from None
+        except (KeyError, TypeError, IndexError):
+            raise UsageError(f"{args.summarise} holds no rows of benchmarks.turn_length"
+                             ) from None
+        if args.json:
+            dataset.write_json(args.json, summary)
+        print(json.dumps(summary, indent=1))
         return 0
-    if a.study is None or a.out is None:
-        p.error("--study and --out are needed to measure (or --summarise ROWS)")
+    if args.study is None or args.out is None:
+        raise UsageError("--study and --out are needed to measure (or --summarise ROWS)")
     try:
-        turns = [int(x) for x in a.turns.split(",") if x.strip()]
+        turns = [int(x) for x in args.turns.split(",") if x.strip()]
     except ValueError:
-        p.error(f"--turns takes whole seconds, comma-separated: {a.turns!r}")
-    if not turns or min(turns) < 1 or a.rounds < 2:
-        p.error("--turns of at least 1 s, --rounds of at least 2")
-    measure(a.study, turns, a.rounds, a.out)
+        raise UsageError(f"--turns {args.turns!r}: whole seconds, comma-separated") from None
+    if not turns or min(turns) < 1 or args.rounds < 2:
+        raise UsageError("--turns of at least 1 s each, --rounds of at least 2")
+    measure(finalists(args.study), turns, args.rounds, args.out)
     return 0
 
 

@@ -70,6 +70,7 @@ from pmem_advisor.tuner.study import (
     measured,
     measurement_attrs,
 )
+from pmem_advisor.workloads.base import Workload
 
 if TYPE_CHECKING:
     from pmem_advisor.tuner.tuner import Tuner
@@ -93,7 +94,7 @@ DEFAULT_MAX_ROUNDS = 8
 # 2.0% (2 s turns 1.4%, at twice the load generator's starts). Where the host's levels last
 # only a few seconds, shorter turns share them better: the workload gives its own length
 # (``Workload.turn_s``), pgbench 1 s.
-TURN_S = 4  # where the workload does not say (Workload.turn_s; pgbench: 1 s)
+TURN_S = Workload.turn_s  # where the evaluator has no workload to say (pgbench: 1 s)
 VERDICT_ROLE = "verdict"
 VERDICT_ATTR = "pmem_advisor.verdict"
 VERDICT_FOR_ATTR = "verdict_for"  # on a claim trial: the finalists it measures
@@ -525,7 +526,7 @@ def in_turns_refusal(tuner: Tuner, fin: dict[str, FrozenTrial], higher: bool) ->
     else why they are measured one after another."""
     if not higher:
         return "the objective is a latency percentile, which turns cannot pool"
-    configs = [_trial_config(fin[r]) for r in ROLES if r in fin]
+    configs = [trial_config(fin[r]) for r in ROLES if r in fin]
     refusal = getattr(tuner.evaluator, "in_turns_refusal", None)
     return ("this evaluator runs one server at a time" if refusal is None else
             refusal(configs, turn_seconds(tuner.evaluator)))
@@ -537,7 +538,8 @@ def turn_seconds(evaluator: Any) -> int:
     return int(own) if isinstance(own, int) and own >= 1 else TURN_S
 
 
-def _trial_config(t: FrozenTrial) -> TrialConfig:
+def trial_config(t: FrozenTrial) -> TrialConfig:
+    """The config a trial ran (its stored params and init-time params)."""
     cfg = t.user_attrs.get(CONFIG_ATTR) or {}
     return TrialConfig(params=cfg.get("params", {}), init_params=cfg.get("init_params", {}))
 
@@ -589,7 +591,7 @@ def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[s
 
             try:
                 ms, discarded = measure_in_turns_undisturbed(
-                    tuner.evaluator, [_trial_config(fin[r]) for r in todo], turn_s,
+                    tuner.evaluator, [trial_config(fin[r]) for r in todo], turn_s,
                     may_rerun=may_rerun, on_rerun=rerun_all)
             except EnvironmentProblem as e:  # no room for the copies after all: one by one
                 method.update(in_turns=False, turn_s=None,
@@ -607,7 +609,7 @@ def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[s
                 tuner.observer.phase(f"re-measure round {rnd}/{plan.max_rounds}: {_label(role)}"
                                      f" again: the hypervisor took {pct:.0f}% of the CPU")
 
-            m, discarded = measure_undisturbed(tuner.evaluator, _trial_config(t),
+            m, discarded = measure_undisturbed(tuner.evaluator, trial_config(t),
                                                may_rerun=may_rerun, on_rerun=rerun)
             record(role, rnd, m, discarded)
         if rnd in plan.looks:
