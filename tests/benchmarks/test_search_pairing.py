@@ -1,0 +1,97 @@
+import json
+import math
+
+import pytest
+
+from benchmarks.search_pairing import main, summarise
+
+
+def _row(rnd, mode, ratios, wall=150.0):
+    return {"round": rnd, "mode": mode, "trials": [1, 2, 3], "ratios": ratios,
+            "seconds": 28 if mode == "sequential" else 14, "turn_s": 1, "wall": wall}
+
+
+def test_each_way_gets_its_pooled_error_and_each_candidate_s_gain():
+    # paired rounds see candidate 1 10% ahead with a small error; sequential rounds swing 15%
+    rows = [_row(0, "sequential", [1.00, 1.10]), _row(0, "paired", [1.00, 1.11]),
+            _row(1, "paired", [1.01, 1.10]), _row(1, "sequential", [1.15, 0.96])]
+    out = summarise(rows)
+    seq, paired = out["ways"]["sequential"], out["ways"]["paired"]
+    assert seq["error_pct"] > 5 * paired["error_pct"]
+    # pooled over the candidates: each candidate's deviations from its own mean, n - 1 each
+    d0 = math.log(1.15) - math.log(1.00)
+    d1 = math.log(1.10) - math.log(0.96)
+    assert seq["error_pct"] == round(100 * math.sqrt((d0 ** 2 + d1 ** 2) / 2 / 2), 1)
+    assert paired["gain_pct"] == [round(100 * (math.sqrt(1.01) - 1), 1),
+                                  round(100 * (math.sqrt(1.11 * 1.10) - 1), 1)]
+    assert seq["rounds"] == paired["rounds"] == 2 and seq["wall_s"] == 150.0
+
+
+def test_a_round_with_a_failed_candidate_is_left_out_of_its_way():
+    rows = [_row(0, "paired", [1.0, 1.1]), _row(1, "paired", [None, 1.2]),
+            _row(2, "paired", [1.0, 1.3])]
+    assert summarise(rows)["ways"]["paired"]["rounds"] == 2
+
+
+def test_summarise_writes_the_json_and_a_bad_file_is_a_one_line_error(tmp_path, capsys):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("\n".join(json.dumps(_row(r, m, [1.0, 1.1]))
+                              for r in range(2) for m in ("sequential", "paired")) + "\n")
+    summary = tmp_path / "s.json"
+    assert main(["--summarise", str(rows), "--json", str(summary)]) == 0
+    assert json.loads(summary.read_text())["ways"]["paired"]["rounds"] == 2
+    capsys.readouterr()
+    (tmp_path / "bad.jsonl").write_text("{not json\n")
+    assert main(["--summarise", str(tmp_path / "bad.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--study", "absent.db", "--out", "rows.jsonl"], "is not a file"),
+    (["--study", "plain.txt", "--out", "rows.jsonl"], "is not a study"),
+    (["--study", "empty.db", "--out", "rows.jsonl"], "no measured rules-only trial"),
+    (["--study", "empty.db"], "--study and --out are needed"),
+    (["--study", "empty.db", "--out", "rows.jsonl", "--rounds", "1"], "at least 2"),
+    (["--study", "empty.db", "--out", "rows.jsonl", "--paired-seconds", "1"], "at least 2"),
+    (["--summarise", "other.jsonl"], "holds no rows of benchmarks.search_pairing"),
+    (["--summarise", "absent.jsonl"], "cannot read"),
+])
+def test_bad_input_is_one_line_and_exit_2_before_any_server(tmp_path, capsys, monkeypatch,
+                                                            args, said):
+    import optuna
+
+    from benchmarks import search_pairing
+
+    monkeypatch.setattr(search_pairing, "measure", lambda *a: pytest.fail("measured"))
+    optuna.create_study(storage=f"sqlite:///{tmp_path / 'empty.db'}", study_name="s")
+    (tmp_path / "plain.txt").write_text("not sqlite\n")
+    (tmp_path / "other.jsonl").write_text(json.dumps({"scenario": "demo"}) + "\n")
+    names = ("absent.db", "plain.txt", "empty.db", "rows.jsonl", "other.jsonl",
+             "absent.jsonl")
+    argv = [str(tmp_path / a) if a in names else a for a in args]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and said in err[0], err
+    assert not (tmp_path / "absent.db").exists()  # nothing made where nothing was
+
+
+def test_the_configs_are_rules_only_then_every_measured_search_trial(tmp_path):
+    import optuna
+
+    from benchmarks.search_pairing import configs
+    from pmem_advisor.tuner.study import CONFIG_ATTR, ROLE_ATTR
+
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'study.db'}", study_name="s",
+                                direction="maximize")
+    roles = ("default", "rules", "search", "search", "search")
+    for n, (role, sb) in enumerate(zip(roles, (16384, 65536, 4096, 1600, 800), strict=True)):
+        t = study.ask()
+        t.set_user_attr(ROLE_ATTR, role)
+        t.set_user_attr(CONFIG_ATTR, {"params": {"shared_buffers": sb}, "init_params": {}})
+        if n != 3:  # trial 3 failed: no throughput, not a candidate
+            t.set_user_attr("throughput_tps", 1000.0 + n)
+        study.tell(t, 1000.0 + n)
+    numbers, got = configs(tmp_path / "study.db")
+    assert numbers == [1, 2, 4]
+    assert [c.params["shared_buffers"] for c in got] == [65536, 4096, 800]
