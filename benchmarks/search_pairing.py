@@ -21,7 +21,6 @@ come from ``Workload.turn_s``.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -29,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import dataset
+from benchmarks import dataset, demo_study
 from benchmarks.validate import guarded
 
 MODES = ("sequential", "paired")
@@ -38,21 +37,11 @@ MODES = ("sequential", "paired")
 def configs(study_db: Path) -> tuple[list[int], list[Any]]:
     """Trial numbers and configs of a finished demo: rules-only first, then every measured
     search trial."""
-    import optuna
-
     from pmem_advisor.errors import UsageError
     from pmem_advisor.tuner.study import CONFIG_ATTR, ROLE_ATTR
     from pmem_advisor.tuner.verdict import trial_config
 
-    if not study_db.is_file():  # sqlite would create an empty one
-        raise UsageError(f"{study_db} is not a file: give a finished demo's study.db")
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    url = f"sqlite:///{study_db}"
-    try:
-        names = optuna.get_all_study_names(url)
-        study = optuna.load_study(study_name=names[0], storage=url) if names else None
-    except Exception as exc:  # not an SQLite file, or not Optuna's: its error, one line
-        raise UsageError(f"{study_db} is not a study: {type(exc).__name__}") from None
+    study = demo_study.load(study_db)
     trials = [t for t in (study.trials if study else []) if t.user_attrs.get(CONFIG_ATTR)
               and t.user_attrs.get("throughput_tps") is not None]
     rules = [t for t in trials if t.user_attrs.get(ROLE_ATTR) == "rules"]
@@ -151,16 +140,11 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.search_pairing", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--study", type=Path, help="a finished demo's study.db")
+    p = demo_study.parser("python -m benchmarks.search_pairing", __doc__)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--paired-seconds", type=int, default=14,
                    help="seconds of turns per config side by side (default 14: the "
                         "search's 28 s per trial shared by two configs)")
-    p.add_argument("--out", type=Path, help="rows (JSON lines), appended")
-    p.add_argument("--summarise", type=Path, help="summarise these rows instead")
-    p.add_argument("--json", type=Path, help="with --summarise: write the summary here")
     args = p.parse_args(argv)
     return guarded(lambda: _main(args))
 
@@ -168,22 +152,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     from pmem_advisor.errors import UsageError
 
-    if args.summarise:
-        try:
-            rows = [json.loads(x) for x in args.summarise.read_text().splitlines()
-                    if x.strip()]
-            summary = summarise(rows)
-        except OSError as exc:
-            raise UsageError(f"cannot read {args.summarise}: {exc}") from None
-        except (KeyError, TypeError, IndexError, ValueError):
-            raise UsageError(f"{args.summarise} holds no rows of benchmarks.search_pairing"
-                             ) from None
-        if args.json:
-            dataset.write_json(args.json, summary)
-        print(json.dumps(summary, indent=1))
+    if demo_study.summarised(args, summarise, "benchmarks.search_pairing"):
         return 0
-    if args.study is None or args.out is None:
-        raise UsageError("--study and --out are needed to measure (or --summarise ROWS)")
     if args.rounds < 2 or args.paired_seconds < 2:
         raise UsageError("--rounds of at least 2, --paired-seconds of at least 2")
     measure(*configs(args.study), args.rounds, args.paired_seconds, args.out)

@@ -19,7 +19,6 @@ the part of the round-to-round spread that shorter turns can remove.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -27,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import dataset
+from benchmarks import dataset, demo_study
 from benchmarks.validate import guarded
 
 ROLES = ("tuned", "rules", "default")
@@ -35,20 +34,10 @@ ROLES = ("tuned", "rules", "default")
 
 def finalists(study_db: Path) -> list[Any]:
     """The verdict's three configs of a finished demo (tuned, rules-only, defaults)."""
-    import optuna
-
     from pmem_advisor.errors import UsageError
     from pmem_advisor.tuner.verdict import VERDICT_ATTR, trial_config
 
-    if not study_db.is_file():  # sqlite would create an empty one
-        raise UsageError(f"{study_db} is not a file: give a finished demo's study.db")
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    url = f"sqlite:///{study_db}"
-    try:
-        names = optuna.get_all_study_names(url)
-        study = optuna.load_study(study_name=names[0], storage=url) if names else None
-    except Exception as exc:  # not an SQLite file, or not Optuna's: its error, one line
-        raise UsageError(f"{study_db} is not a study: {type(exc).__name__}") from None
+    study = demo_study.load(study_db)
     numbers = ((study.user_attrs.get(VERDICT_ATTR) or {}).get("trials") or {}) if study else {}
     if not all(r in numbers for r in ROLES):
         raise UsageError(f"{study_db} has no verdict over tuned, rules-only and defaults")
@@ -116,14 +105,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.turn_length", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--study", type=Path, help="a finished demo's study.db")
+    p = demo_study.parser("python -m benchmarks.turn_length", __doc__)
     p.add_argument("--turns", default="1,2,4", help="turn lengths in seconds (default 1,2,4)")
     p.add_argument("--rounds", type=int, default=6)
-    p.add_argument("--out", type=Path, help="rows (JSON lines), appended")
-    p.add_argument("--summarise", type=Path, help="summarise these rows instead")
-    p.add_argument("--json", type=Path, help="with --summarise: write the summary here")
     args = p.parse_args(argv)
     return guarded(lambda: _main(args))
 
@@ -131,22 +115,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     from pmem_advisor.errors import UsageError
 
-    if args.summarise:
-        try:
-            rows = [json.loads(x) for x in args.summarise.read_text().splitlines()
-                    if x.strip()]
-            summary = summarise(rows)
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"cannot read {args.summarise}: {exc}") from None
-        except (KeyError, TypeError, IndexError):
-            raise UsageError(f"{args.summarise} holds no rows of benchmarks.turn_length"
-                             ) from None
-        if args.json:
-            dataset.write_json(args.json, summary)
-        print(json.dumps(summary, indent=1))
+    if demo_study.summarised(args, summarise, "benchmarks.turn_length"):
         return 0
-    if args.study is None or args.out is None:
-        raise UsageError("--study and --out are needed to measure (or --summarise ROWS)")
     try:
         turns = [int(x) for x in args.turns.split(",") if x.strip()]
     except ValueError:

@@ -5,6 +5,8 @@ import pytest
 
 from benchmarks.search_pairing import main, summarise
 
+from .demo_tools import assert_bad_input, demo_study
+
 
 def _row(rnd, mode, ratios, wall=150.0):
     return {"round": rnd, "mode": mode, "trials": [1, 2, 3], "ratios": ratios,
@@ -33,18 +35,13 @@ def test_a_round_with_a_failed_candidate_is_left_out_of_its_way():
     assert summarise(rows)["ways"]["paired"]["rounds"] == 2
 
 
-def test_summarise_writes_the_json_and_a_bad_file_is_a_one_line_error(tmp_path, capsys):
+def test_summarise_writes_the_json(tmp_path):
     rows = tmp_path / "rows.jsonl"
     rows.write_text("\n".join(json.dumps(_row(r, m, [1.0, 1.1]))
                               for r in range(2) for m in ("sequential", "paired")) + "\n")
     summary = tmp_path / "s.json"
     assert main(["--summarise", str(rows), "--json", str(summary)]) == 0
     assert json.loads(summary.read_text())["ways"]["paired"]["rounds"] == 2
-    capsys.readouterr()
-    (tmp_path / "bad.jsonl").write_text("{not json\n")
-    assert main(["--summarise", str(tmp_path / "bad.jsonl")]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("args, said", [
@@ -59,39 +56,17 @@ def test_summarise_writes_the_json_and_a_bad_file_is_a_one_line_error(tmp_path, 
 ])
 def test_bad_input_is_one_line_and_exit_2_before_any_server(tmp_path, capsys, monkeypatch,
                                                             args, said):
-    import optuna
-
     from benchmarks import search_pairing
 
-    monkeypatch.setattr(search_pairing, "measure", lambda *a: pytest.fail("measured"))
-    optuna.create_study(storage=f"sqlite:///{tmp_path / 'empty.db'}", study_name="s")
-    (tmp_path / "plain.txt").write_text("not sqlite\n")
-    (tmp_path / "other.jsonl").write_text(json.dumps({"scenario": "demo"}) + "\n")
-    names = ("absent.db", "plain.txt", "empty.db", "rows.jsonl", "other.jsonl",
-             "absent.jsonl")
-    argv = [str(tmp_path / a) if a in names else a for a in args]
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: ") and said in err[0], err
-    assert not (tmp_path / "absent.db").exists()  # nothing made where nothing was
+    assert_bad_input(search_pairing, tmp_path, capsys, monkeypatch, args, said)
 
 
 def test_the_configs_are_rules_only_then_every_measured_search_trial(tmp_path):
-    import optuna
-
     from benchmarks.search_pairing import configs
-    from pmem_advisor.tuner.study import CONFIG_ATTR, ROLE_ATTR
 
-    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'study.db'}", study_name="s",
-                                direction="maximize")
-    roles = ("default", "rules", "search", "search", "search")
-    for n, (role, sb) in enumerate(zip(roles, (16384, 65536, 4096, 1600, 800), strict=True)):
-        t = study.ask()
-        t.set_user_attr(ROLE_ATTR, role)
-        t.set_user_attr(CONFIG_ATTR, {"params": {"shared_buffers": sb}, "init_params": {}})
-        if n != 3:  # trial 3 failed: no throughput, not a candidate
-            t.set_user_attr("throughput_tps", 1000.0 + n)
-        study.tell(t, 1000.0 + n)
+    demo_study(tmp_path / "study.db", [  # trial 3 failed: no throughput, not a candidate
+        ("default", 16384, 1000.0), ("rules", 65536, 1001.0), ("search", 4096, 1002.0),
+        ("search", 1600, None), ("search", 800, 1004.0)])
     numbers, got = configs(tmp_path / "study.db")
     assert numbers == [1, 2, 4]
     assert [c.params["shared_buffers"] for c in got] == [65536, 4096, 800]

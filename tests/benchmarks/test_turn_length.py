@@ -5,6 +5,8 @@ import pytest
 
 from benchmarks.turn_length import main, summarise
 
+from .demo_tools import assert_bad_input, demo_study
+
 
 def _row(rnd, turn_s, tuned, rules):
     return {"round": rnd, "turn_s": turn_s, "wall": 95.0,
@@ -52,35 +54,17 @@ def test_summarise_writes_the_json_and_a_bad_file_is_a_one_line_error(tmp_path, 
 ])
 def test_bad_input_is_one_line_and_exit_2_before_any_server(tmp_path, capsys, monkeypatch,
                                                             args, said):
-    import optuna
-
     from benchmarks import turn_length
 
-    monkeypatch.setattr(turn_length, "measure", lambda *a: pytest.fail("measured"))
-    optuna.create_study(storage=f"sqlite:///{tmp_path / 'empty.db'}", study_name="s")
-    (tmp_path / "plain.txt").write_text("not sqlite\n")
-    (tmp_path / "other.jsonl").write_text(json.dumps({"scenario": "demo"}) + "\n")
-    names = ("absent.db", "plain.txt", "empty.db", "rows.jsonl", "other.jsonl")
-    argv = [str(tmp_path / a) if a in names else a for a in args]
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: ") and said in err[0], err
-    assert not (tmp_path / "absent.db").exists()  # nothing made where nothing was
+    assert_bad_input(turn_length, tmp_path, capsys, monkeypatch, args, said)
 
 
 def test_the_configs_are_the_verdict_s_three(tmp_path):
-    import optuna
-
     from benchmarks.turn_length import finalists
-    from pmem_advisor.tuner.study import CONFIG_ATTR
     from pmem_advisor.tuner.verdict import VERDICT_ATTR
 
-    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'study.db'}", study_name="s",
-                                direction="maximize")
-    for n, sb in enumerate((16384, 65536, 4096, 1600)):  # defaults, rules, two searched
-        t = study.ask()
-        t.set_user_attr(CONFIG_ATTR, {"params": {"shared_buffers": sb}, "init_params": {}})
-        study.tell(t, 1000.0 + n)
+    study = demo_study(tmp_path / "study.db", [("default", 16384, 1000.0), ("rules", 65536, 1001.0),
+                                               ("search", 4096, 1002.0), ("search", 1600, 1003.0)])
     study.set_user_attr(VERDICT_ATTR, {"trials": {"tuned": 3, "rules": 1, "default": 0}})
     got = finalists(tmp_path / "study.db")
     assert [c.params["shared_buffers"] for c in got] == [1600, 65536, 16384]
