@@ -38,12 +38,12 @@ def configs(study_db: Path) -> tuple[list[int], list[Any]]:
     """Trial numbers and configs of a finished demo: rules-only first, then every measured
     search trial."""
     from pmem_advisor.errors import UsageError
-    from pmem_advisor.tuner.study import CONFIG_ATTR, ROLE_ATTR
+    from pmem_advisor.tuner.study import CONFIG_ATTR, ROLE_ATTR, measured
     from pmem_advisor.tuner.verdict import trial_config
 
     study = demo_study.load(study_db)
     trials = [t for t in (study.trials if study else []) if t.user_attrs.get(CONFIG_ATTR)
-              and t.user_attrs.get("throughput_tps") is not None]
+              and measured(t) is not None]
     rules = [t for t in trials if t.user_attrs.get(ROLE_ATTR) == "rules"]
     search = [t for t in trials if t.user_attrs.get(ROLE_ATTR) == "search"]
     if not rules or len(search) < 2:
@@ -70,6 +70,8 @@ def measure(numbers: list[int], configs_: list[Any], rounds: int, paired_s: int,
             for rnd in range(rounds):
                 shift = rnd % len(candidates)
                 order = candidates[shift:] + candidates[:shift]
+                # round 0 runs sequential first: its first run makes the golden copy that
+                # the side-by-side servers are restored from
                 modes = MODES if rnd % 2 == 0 else MODES[::-1]
                 for mode in modes:
                     started = time.time()
@@ -99,7 +101,6 @@ def measure(numbers: list[int], configs_: list[Any], rounds: int, paired_s: int,
                     log(f"round {rnd + 1} of {rounds}, {mode}: candidates / rules-only "
                         f"{shown} ({row['wall']:.0f} s)")
     finally:
-        evaluator.duration = sequential_s
         close()
 
 

@@ -48,7 +48,6 @@ def finalists(study_db: Path) -> list[Any]:
 def measure(configs: list[Any], turns: list[int], rounds: int, out: Path) -> None:
     from . import noise
 
-
     def log(s: str) -> None:
         print(s, file=sys.stderr, flush=True)
 

@@ -36,7 +36,50 @@ def demo_study(path, trials):
         t.set_user_attr(ROLE_ATTR, role)
         t.set_user_attr(CONFIG_ATTR, {"params": {"shared_buffers": shared_buffers},
                                       "init_params": {}})
-        if tps is not None:
-            t.set_user_attr("throughput_tps", tps)
-        study.tell(t, tps or 0.0)
+        if tps is None:  # a failed trial, as the tuner tells one
+            study.tell(t, state=optuna.trial.TrialState.FAIL)
+        else:
+            study.tell(t, tps)
     return study
+
+
+class FakeDemoEvaluator:
+    """The demo's evaluator without servers: each config runs at ``rates[shared_buffers]``
+    tps (None: the run fails), and every call is recorded with the duration it ran at."""
+
+    def __init__(self, rates, duration=28):
+        from types import SimpleNamespace
+
+        self.rates, self.duration, self.calls, self.closed = rates, duration, [], False
+        self.workload = SimpleNamespace(turn_s=1)
+
+    def _measure(self, config, turns=None):
+        from pmem_advisor.tuner.evaluator import Measurement
+
+        tps = self.rates[config.params["shared_buffers"]]
+        if tps is None:
+            return Measurement(ok=False, failure="server crashed")
+        return Measurement(ok=True, throughput_tps=tps,
+                           raw={"turn_tps": [tps] * turns} if turns else {})
+
+    def evaluate(self, config):
+        self.calls.append(("one", [config.params["shared_buffers"]], self.duration))
+        return self._measure(config)
+
+    def evaluate_in_turns(self, configs, turn_s):
+        self.calls.append(("turns", [c.params["shared_buffers"] for c in configs],
+                           self.duration))
+        return [self._measure(c, turns=int(self.duration // turn_s)) for c in configs]
+
+
+def with_fake_demo(monkeypatch, rates):
+    """Swap the demo's real evaluator (benchmarks.noise.open_demo) for a FakeDemoEvaluator."""
+    from benchmarks import noise
+
+    ev = FakeDemoEvaluator(rates)
+
+    def close():
+        ev.closed = True
+
+    monkeypatch.setattr(noise, "open_demo", lambda log, memory: (ev, close, {"server": "fake"}))
+    return ev

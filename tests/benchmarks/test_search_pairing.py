@@ -70,3 +70,32 @@ def test_the_configs_are_rules_only_then_every_measured_search_trial(tmp_path):
     numbers, got = configs(tmp_path / "study.db")
     assert numbers == [1, 2, 4]
     assert [c.params["shared_buffers"] for c in got] == [65536, 4096, 800]
+
+
+def test_each_round_measures_both_ways_in_alternating_order_and_ratios_follow_the_candidates(
+        tmp_path, monkeypatch):
+    from benchmarks import search_pairing
+
+    from .demo_tools import with_fake_demo
+
+    # rules-only 1000 tps; candidates 1100, 900 and one whose server fails
+    ev = with_fake_demo(monkeypatch, {65536: 1000.0, 4096: 1100.0, 1600: 900.0, 800: None})
+    demo_study(tmp_path / "study.db", [("rules", 65536, 1000.0), ("search", 4096, 1.0),
+                                       ("search", 1600, 1.0), ("search", 800, 1.0)])
+    rows_path = tmp_path / "rows.jsonl"
+    assert search_pairing.main(["--study", str(tmp_path / "study.db"), "--out", str(rows_path),
+                                "--rounds", "2", "--paired-seconds", "6"]) == 0
+    rows = [json.loads(x) for x in rows_path.read_text().splitlines()]
+    assert [(r["round"], r["mode"]) for r in rows] == [
+        (0, "sequential"), (0, "paired"), (1, "paired"), (1, "sequential")]
+    for r in rows:  # in the candidates' order whatever order they ran in
+        assert r["ratios"] == [pytest.approx(1.1), pytest.approx(0.9), None]
+        assert r["seconds"] == (28 if r["mode"] == "sequential" else 6) and r["turn_s"] == 1
+    # one after another: rules-only first, then the candidates, rotating by round
+    ones = [c[1][0] for c in ev.calls if c[0] == "one"]
+    assert ones == [65536, 4096, 1600, 800, 65536, 1600, 800, 4096]
+    # side by side: each candidate beside rules-only, at the paired length
+    assert all(c[1][0] == 65536 and c[2] == 6 for c in ev.calls if c[0] == "turns")
+    assert all(c[2] == 28 for c in ev.calls if c[0] == "one")
+    assert ev.closed
+    assert ev.calls[0][0] == "one"  # the golden copy comes before any side-by-side run

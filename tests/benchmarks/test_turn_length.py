@@ -68,3 +68,24 @@ def test_the_configs_are_the_verdict_s_three(tmp_path):
     study.set_user_attr(VERDICT_ATTR, {"trials": {"tuned": 3, "rules": 1, "default": 0}})
     got = finalists(tmp_path / "study.db")
     assert [c.params["shared_buffers"] for c in got] == [1600, 65536, 16384]
+
+
+def test_each_round_runs_every_turn_length_in_rotating_order(tmp_path, monkeypatch):
+    from benchmarks import turn_length
+    from pmem_advisor.tuner.verdict import VERDICT_ATTR
+
+    from .demo_tools import with_fake_demo
+
+    ev = with_fake_demo(monkeypatch, {1600: 1100.0, 65536: 1000.0, 16384: 900.0})
+    study = demo_study(tmp_path / "study.db", [("default", 16384, 1.0), ("rules", 65536, 1.0),
+                                               ("search", 1600, 1.0)])
+    study.set_user_attr(VERDICT_ATTR, {"trials": {"tuned": 2, "rules": 1, "default": 0}})
+    rows_path = tmp_path / "rows.jsonl"
+    assert turn_length.main(["--study", str(tmp_path / "study.db"), "--out", str(rows_path),
+                             "--turns", "1,4", "--rounds", "2"]) == 0
+    rows = [json.loads(x) for x in rows_path.read_text().splitlines()]
+    assert [(r["round"], r["turn_s"]) for r in rows] == [(0, 1), (0, 4), (1, 4), (1, 1)]
+    assert all(r["tps"] == [1100.0, 1000.0, 900.0] for r in rows)
+    assert [len(r["turn_tps"][0]) for r in rows] == [28, 7, 7, 28]
+    assert ev.calls[0] == ("one", [16384], 28)  # the golden copy, from the defaults
+    assert all(c[1] == [1600, 65536, 16384] for c in ev.calls[1:]) and ev.closed
