@@ -149,6 +149,12 @@ def timing_line(summary: dict[str, Any]) -> str | None:
                  f"{t['saved_by_pruning_s']:.0f} s"
                  + (f" (paid for {t['extra_rounds_from_pruning']} more re-measurement rounds)"
                     if t.get("extra_rounds_from_pruning") else ""))
+    if t.get("side_by_side"):
+        line += (f"; {t['side_by_side']} of {t['search_trials']} search trials measured side "
+                 "by side with rules-only, ranked by their ratio to it")
+    if t.get("alone") and t.get("search_trials"):
+        line += (f"; {t['alone']} of {t['search_trials']} search trials measured alone "
+                 f"({t['alone_why']})")
     if t.get("time_to_final_config_s") is not None:
         line += f"; final config after {t['time_to_final_config_s'] / 60:.1f} min"
     return line

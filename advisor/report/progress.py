@@ -13,6 +13,7 @@ from rich.text import Text
 
 from pmem_advisor.report.config_file import render_value
 from pmem_advisor.tuner.evaluator import TrialConfig
+from pmem_advisor.tuner.pairing import PAIRED_ATTR
 from pmem_advisor.tuner.space import SearchSpace
 from pmem_advisor.tuner.study import measured
 from pmem_advisor.tuner.tuner import Observer
@@ -127,6 +128,10 @@ class LiveProgress(Observer):
         text = f"{tps:.1f} tps" if tps is not None else "n/a"
         if p95 is not None:
             text += f", p95 {p95:.2f} ms"
+        paired = t.user_attrs.get(PAIRED_ATTR) or {}
+        if paired.get("ratio") is not None:  # tuner/pairing.py: ranked by the ratio
+            text += (f", {paired['ratio']:.3f}x rules-only's {paired['rules_tps']:.1f} tps "
+                     "beside it")
         if t.user_attrs.get("pruned_by_interim"):  # tuner/pruning.py: stopped early, not failed
             secs = t.user_attrs.get("measured_s")
             after = f" after {secs:.0f} s" if secs else ""

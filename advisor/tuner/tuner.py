@@ -11,6 +11,7 @@ import os
 import socket
 import time
 import warnings
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from pmem_advisor.tuner.cpu_steal import measure
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
+from pmem_advisor.tuner.pairing import PAIRED_ATTR, Pairing, measure_paired, paired_value, pairing
 from pmem_advisor.tuner.pruning import FINAL_STEP, PRUNED_BY_INTERIM_ATTR, InterimPruner
 from pmem_advisor.tuner.space import SearchSpace
 from pmem_advisor.tuner.study import (
@@ -67,6 +69,10 @@ class TuneOptions:
     # (tuner/pruning.py); the warm-up the pruner waits out when no steady state shows yet.
     prune: bool = True
     warmup_s: float = 0.0
+    # Measure each search trial side by side with rules-only where the evaluator can
+    # (tuner/pairing.py): the pick among them is then made by ratios the host's swings hardly
+    # move; a trial that cannot be paired runs alone as before.
+    paired_search: bool = True
 
 
 class BudgetExhausted(Exception):
@@ -226,13 +232,19 @@ class Tuner:
         search = [t for t in self.study.get_trials(deepcopy=False)
                   if t.user_attrs.get(ROLE_ATTR) != "verdict" and counted(t)]
         pruned = sum(1 for t in search if t.user_attrs.get(PRUNED_BY_INTERIM_ATTR))
+        records = [t.user_attrs.get(PAIRED_ATTR) or {} for t in search
+                   if t.user_attrs.get(ROLE_ATTR) == "search"]
+        alone = [r["alone"] for r in records if r.get("alone")]
         timing = {"trials": len(search), "pruned_by_interim": pruned,
                   "search_s": round(search_s, 1),
                   "trials_per_hour": round(3600.0 * len(search) / search_s, 1)
                   if search_s > 0 else None,
                   "saved_by_pruning_s": round(self.saved_s, 1),
                   "extra_rounds_from_pruning": self.extra_rounds(),
-                  "time_to_final_config_s": None if final_s is None else round(final_s, 1)}
+                  "time_to_final_config_s": None if final_s is None else round(final_s, 1),
+                  "side_by_side": sum(1 for r in records if paired_value(r) is not None),
+                  "search_trials": len(records), "alone": len(alone),
+                  "alone_why": Counter(alone).most_common(1)[0][0] if alone else None}
         self.study.set_user_attr(TIMING_ATTR, timing)
 
     def extra_rounds(self) -> int:
@@ -288,16 +300,17 @@ class Tuner:
                 unfit = (self.options.memory_gate(config.params)
                          if role == "search" and self.options.memory_gate else None)
                 pruned: list[str] = []
+                paired: dict[str, Any] = {}
                 self._resamples = 0
                 m = (Measurement(ok=False, failure=f"not run: {unfit}") if unfit
-                     else self._evaluate(trial, role, config, pruned))
+                     else self._evaluate(trial, role, config, pruned, paired))
                 took = time.monotonic() - began
                 if m.ok and m.stopped_early and pruned:
                     trial.set_user_attr(PRUNED_BY_INTERIM_ATTR, pruned[0])
                     self.saved_s += max(0.0, self.trial_seconds() - took)
                 else:
                     self._durations.append(took)  # a full trial's time, for estimates
-                self._tell(trial, m)
+                self._tell(trial, m, paired_value(paired))
         except BaseException as e:  # Ctrl-C, SIGTERM, no server at all, a bug: keep it resumable
             self._fail_interrupted(trial, role, e)
             raise
@@ -307,10 +320,20 @@ class Tuner:
         return frozen
 
     def _evaluate(self, trial: optuna.Trial, role: str, config: TrialConfig,
-                  pruned: list[str]) -> Measurement:
-        """Measure a trial; a search trial reports its interim throughput as Optuna
-        intermediate values and stops when the pruner says it is clearly below the incumbent
-        (the reason lands in ``pruned``). Baselines always run to the end."""
+                  pruned: list[str], paired: dict[str, Any]) -> Measurement:
+        """Measure a trial. A search trial runs side by side with rules-only where it can
+        (``paired`` receives the record, also stored as a trial attribute); else it reports
+        its interim throughput as Optuna intermediate values and stops when the pruner says it
+        is clearly below the incumbent (the reason lands in ``pruned``). Baselines always run
+        alone and to the end."""
+        if role == "search" and self.options.paired_search:
+            how = pairing(self.study, self.evaluator, config, self.options.objective)
+            if isinstance(how, Pairing):
+                m, record = measure_paired(self.evaluator, how, config)
+                paired.update(record)
+                trial.set_user_attr(PAIRED_ATTR, record)
+                return m
+            trial.set_user_attr(PAIRED_ATTR, {"alone": how})
         if not (self.pruner is not None and role == "search"):
             return measure(self.evaluator, config)
         storage = self.study._storage
@@ -352,10 +375,15 @@ class Tuner:
         if not stored.user_attrs.get(FAILURE_ATTR):  # a measured failure counts: not re-run
             self.study.enqueue_trial(trial.params, user_attrs={ROLE_ATTR: role})
 
-    def _tell(self, trial: optuna.Trial, m: Measurement) -> None:
+    def _tell(self, trial: optuna.Trial, m: Measurement, paired: float | None = None
+              ) -> None:
+        """Store the measurement; the trial's value is its own run, or for a trial measured
+        beside rules-only (``paired``) its ratio to rules-only times rules-only's run."""
         for key, value in measurement_attrs(m).items():
             trial.set_user_attr(key, value)
         value = objective_value(m, self.options.objective) if m.ok else None
+        if value is not None and paired is not None:
+            value = paired
         if not m.ok or value is None:
             reason = m.failure or f"the workload reported no {self.options.objective}"
             trial.set_user_attr(FAILURE_ATTR, " ".join(str(reason).split())[:500])
