@@ -2,6 +2,8 @@
 
 probe -> recommend -> a short `tune postgres` (embedded PostgreSQL 18, data on /dev/shm,
 a handful of short trials) writing the tuned config and the report into demo-out/.
+Each search trial runs side by side with the rules-only config (tuner/pairing.py), so the
+search hands the verdict the config with the best ratio to rules-only, not the luckiest run.
 The final phase re-measures tuned, rules-only and defaults in up to DEMO_REPEATS rounds,
 compared round by round (tuner/verdict.py: decided from the third round on). A round runs the
 three side by side: three servers up at once, each on its own copy of the data and in its own

@@ -1,12 +1,12 @@
 """Would the search pick better if it measured as the verdict does? A finished demo's search
 configs, each against rules-only, measured two ways in interleaved rounds:
 
-- ``sequential``: as the search measures now, one run per config one after another (rules-only
-  first, then the candidates in a rotating order), each candidate's ratio to the round's
-  rules-only run;
-- ``paired``: as the verdict measures, each candidate side by side with rules-only
-  (``Evaluator.evaluate_in_turns``, 1 s turns, ``--paired-seconds`` each), its ratio to the
-  rules-only turns beside it.
+- ``sequential``: as the search measured before tuner/pairing.py (and still measures a trial
+  it cannot pair), one run per config one after another (rules-only first, then the
+  candidates in a rotating order), each candidate's ratio to the round's rules-only run;
+- ``paired``: as the verdict measures, and the search where it can, each candidate side by
+  side with rules-only (``Evaluator.evaluate_in_turns``, 1 s turns, ``--paired-seconds``
+  each), its ratio to the rules-only turns beside it.
 
     python -m benchmarks.search_pairing --study demo-out/study.db --rounds 4 --out rows.jsonl
     python -m benchmarks.search_pairing --summarise rows.jsonl --json summary.json

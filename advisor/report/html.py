@@ -27,6 +27,7 @@ from pmem_advisor.report.describe import (
     failure_lines,
     hardware_lines,
     target_lines,
+    timing_line,
     verdict_line,
 )
 from pmem_advisor.report.markdown import (
@@ -150,7 +151,7 @@ def render_html(study: optuna.Study, summary: dict[str, Any], space: SearchSpace
              "<h2>Verdict</h2>", _p(verdict_line(s).removeprefix("verdict: "), "verdict"),
              _p(emitted_line(s)), _p(method_text(s), "note"),
              _table(HEADERS, comparison_rows(s))]
-    for line in (dashboard_line(s), end_line(s)):
+    for line in (timing_line(s), dashboard_line(s), end_line(s)):
         if line:
             parts.append(_p(line))
     parts += [_p("Caveat: " + c, "caveat") for c in caveat_lines(s)]

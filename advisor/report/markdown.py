@@ -12,6 +12,7 @@ from pmem_advisor.report.describe import (
     failure_lines,
     hardware_lines,
     target_lines,
+    timing_line,
     verdict_line,
 )
 
@@ -118,10 +119,9 @@ def render_markdown(summary: dict[str, Any]) -> str:
     ]
     lines += _md_table(HEADERS, comparison_rows(s))
     lines.append("")
-    if dashboard_line(s):
-        lines += [dashboard_line(s).capitalize() + ".", ""]
-    if end_line(s):
-        lines += [end_line(s).capitalize() + ".", ""]
+    for line in (timing_line(s), dashboard_line(s), end_line(s)):
+        if line:
+            lines += [line[0].upper() + line[1:] + ".", ""]
     for c in caveat_lines(s):
         lines += [f"> **Caveat:** {c}", ""]
     if s.get("config_file"):

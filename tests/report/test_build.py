@@ -14,7 +14,7 @@ from pmem_advisor.tuner.storage import open_storage
 from pmem_advisor.tuner.study import META_ATTR, load_existing, open_study
 from pmem_advisor.tuner.tuner import TuneOptions, Tuner
 from tests.tuner.conftest import META, make_space
-from tests.tuner.synthetic import SyntheticEvaluator
+from tests.tuner.synthetic import SwingingHost, SyntheticEvaluator
 
 PROFILE = {"cpu": {"model": "AMD EPYC", "cores": 2, "threads": 2},
            "memory": {"total_bytes": 24 * 1024**3},
@@ -100,6 +100,19 @@ def test_reports_from_the_study(tmp_path):
     assert (out / PLOTLY_JS).stat().st_size > 1_000_000
     assert page.count(f'src="{PLOTLY_JS}"') == 1 and len(page) < 500_000
     assert summary["config_file"] == str(out / "postgresql.tuned.conf")
+
+
+def test_how_the_search_measured_reaches_both_reports(tmp_path):
+    study = _tuned_study(tmp_path, ev=SwingingHost(seed=2), repeats=3)
+    out = tmp_path / "out"
+    write_reports(study, out)
+    timing = study.user_attrs["pmem_advisor.timing"]
+    assert timing["side_by_side"] >= 1
+    said = (f"{timing['side_by_side']} of {timing['search_trials']} search trials measured "
+            "side by side with rules-only")
+    for name in ("report.md", "report.html"):
+        assert said in (out / name).read_text()
+    assert "Time: 10 trials in" in (out / "report.md").read_text()
 
 
 def test_offline_embeds_plotly_once(tmp_path):

@@ -3,64 +3,18 @@
 from __future__ import annotations
 
 import math
-import random
 
 import pytest
 from optuna.trial import TrialState
 
 from pmem_advisor.report.describe import timing_line
-from pmem_advisor.tuner.evaluator import Measurement
 from pmem_advisor.tuner.pairing import PAIRED_ATTR
 from pmem_advisor.tuner.results import summarize
 from pmem_advisor.tuner.samplers import make_sampler
 from pmem_advisor.tuner.study import counted, measured
 from pmem_advisor.tuner.tuner import TuneOptions, Tuner
 from pmem_advisor.tuner.verdict import finalists
-from tests.tuner.synthetic import SyntheticEvaluator
-
-
-class SwingingHost(SyntheticEvaluator):
-    """A shared VM: the host's speed swings by up to 30% from one block of time to the next
-    (a run alone, or a side-by-side block, falls in one swing), the configs' own differences
-    a few percent. Side by side, every config of a block sees the same speed."""
-
-    def __init__(self, seed: int = 1, swing: float = 0.3, refuse: str | None = None,
-                 fail_beside: str | None = None, one_copy: bool = False, **kw) -> None:
-        super().__init__(seed=seed, noise=0.002, **kw)
-        self.duration, self.warmup = 28, 2
-        self.swing, self.refuse, self.fail_beside = swing, refuse, fail_beside
-        self.one_copy = one_copy  # side by side only on the same golden copy, as managed.py
-        self._host = random.Random(seed + 100)
-        self.blocks: list[tuple[list, int, float]] = []  # configs, turn_s, duration then
-
-    def _speed(self) -> float:
-        return 1 + self._host.uniform(-self.swing, self.swing)
-
-    def evaluate(self, config):
-        m = super().evaluate(config)
-        if m.ok:
-            m.throughput_tps *= self._speed()
-        return m
-
-    def in_turns_refusal(self, configs, turn_s):
-        if self.refuse:
-            return self.refuse
-        if self.one_copy and len({c.init_key() for c in configs}) > 1:
-            return "the configs differ in init-time settings (each needs its own golden copy)"
-        return None
-
-    def evaluate_in_turns(self, configs, turn_s):
-        self.blocks.append((list(configs), turn_s, self.duration))
-        speed, out = self._speed(), []  # one block: one swing for all its configs
-        for k, c in enumerate(configs):
-            if k == 0 and self.fail_beside:
-                out.append(Measurement(ok=False, failure=self.fail_beside))
-                continue
-            m = SyntheticEvaluator.evaluate(self, c)
-            if m.ok:
-                m.throughput_tps *= speed
-            out.append(m)
-        return out
+from tests.tuner.synthetic import SwingingHost
 
 
 def _tune(study_factory, space, ev, trials=12, repeats=0, name="s", **kw):
