@@ -31,6 +31,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial
 
+from pmem_advisor.errors import EnvironmentProblem
 from pmem_advisor.tuner.cpu_steal import measure, measure_in_turns_undisturbed
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 from pmem_advisor.tuner.study import ROLE_ATTR, measured
@@ -88,10 +89,15 @@ def measure_paired(evaluator: Evaluator, p: Pairing, candidate: TrialConfig
                    ) -> tuple[Measurement, dict[str, Any]]:
     """The candidate's measurement beside rules-only and the pairing record (PAIRED_ATTR).
     A candidate that failed is its own failure; a rules-only side that failed beside it (not
-    the candidate's doing) has the candidate measured alone instead, the record saying why."""
-    with _duration(evaluator, p.seconds_each):
-        (rules_m, cand_m), _ = measure_in_turns_undisturbed(
-            evaluator, [p.rules_config, candidate], p.turn_s, may_rerun=lambda: False)
+    the candidate's doing) has the candidate measured alone instead, the record saying why,
+    as does a side by side that could not be set up (no room for the copy after all)."""
+    try:
+        with _duration(evaluator, p.seconds_each):
+            (rules_m, cand_m), _ = measure_in_turns_undisturbed(
+                evaluator, [p.rules_config, candidate], p.turn_s, may_rerun=lambda: False)
+    except EnvironmentProblem as e:
+        return measure(evaluator, candidate), {
+            "alone": f"side by side failed ({' '.join(str(e).split())[:200]})"}
     if not cand_m.ok:
         return cand_m, {"against_trial": p.rules.number, "failed": True}
     if not rules_m.ok or not rules_m.throughput_tps or cand_m.throughput_tps is None:

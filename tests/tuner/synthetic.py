@@ -10,6 +10,7 @@ import math
 import random
 import time
 
+from pmem_advisor.errors import EnvironmentProblem
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 from pmem_advisor.tuner.space import KnobSpec
 
@@ -93,11 +94,13 @@ class SwingingHost(SyntheticEvaluator):
     a few percent. Side by side, every config of a block sees the same speed."""
 
     def __init__(self, seed: int = 1, swing: float = 0.3, refuse: str | None = None,
-                 fail_beside: str | None = None, one_copy: bool = False, **kw) -> None:
+                 fail_beside: str | None = None, one_copy: bool = False,
+                 fail_setup: str | None = None, **kw) -> None:
         super().__init__(seed=seed, noise=0.002, **kw)
         self.duration, self.warmup = 28, 2
         self.swing, self.refuse, self.fail_beside = swing, refuse, fail_beside
         self.one_copy = one_copy  # side by side only on the same golden copy, as managed.py
+        self.fail_setup = fail_setup  # evaluate_in_turns cannot set up the copies
         self._host = random.Random(seed + 100)
         self.blocks: list[tuple[list, int, float]] = []  # configs, turn_s, duration then
 
@@ -118,6 +121,8 @@ class SwingingHost(SyntheticEvaluator):
         return None
 
     def evaluate_in_turns(self, configs, turn_s):
+        if self.fail_setup:
+            raise EnvironmentProblem(self.fail_setup)
         self.blocks.append((list(configs), turn_s, self.duration))
         speed, out = self._speed(), []  # one block: one swing for all its configs
         for k, c in enumerate(configs):

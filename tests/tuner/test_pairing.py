@@ -149,6 +149,19 @@ def test_rules_only_failing_beside_a_candidate_has_the_candidate_measured_alone(
         assert measured(t) == pytest.approx(t.user_attrs["throughput_tps"])
 
 
+def test_a_side_by_side_that_cannot_be_set_up_measures_alone_and_the_run_goes_on(
+        study_factory, space):
+    ev = SwingingHost(seed=3, fail_setup="copying the golden data failed: No space left on "
+                                         "device")
+    study, _ = _tune(study_factory, space, ev, trials=6)
+    assert len(_counted(study)) == 4 and _search(study)  # every trial asked was run
+    for t in _counted(study):
+        assert t.user_attrs[PAIRED_ATTR]["alone"] == (
+            "side by side failed (copying the golden data failed: No space left on device)")
+    for t in _search(study):
+        assert measured(t) == pytest.approx(t.user_attrs["throughput_tps"])
+
+
 def test_the_finalist_is_the_best_ratio(study_factory, space):
     ev = SwingingHost(seed=3)
     study, _ = _tune(study_factory, space, ev, trials=12)
