@@ -26,7 +26,9 @@ client 3.5% (6 interleaved runs each, benchmarks/data/noise/demo-threads.json). 
 of 28 s take the wall time 8 rounds of 20 s took; to decide, the interval of the gain at the
 last look (alpha split over two looks, a tenth at the early one, and the two deciding pairs)
 must lie above zero, or its one-sided upper bound (97.75%) within the 10% equivalence bound;
-the verdict still stops at the third round when that already decides.
+the verdict still stops at the third round when that already decides. A significant gain
+under 5% keeps the rules-only config (tuner/verdict.py MIN_CHANGE_PCT), as does a loss of
+rules-only to the defaults under 5%.
 DEMO_TRIALS / DEMO_DURATION / DEMO_REPEATS / DEMO_MEMORY / DEMO_OUT override the defaults.
 """
 

@@ -30,11 +30,13 @@ def emitted_line(summary: dict[str, Any]) -> str:
     best = summary.get("best")
     if not best:
         return "emitted: nothing (no config passed the final comparison)"
+    least = (summary.get("verdict") or {}).get("min_change_pct")
+    by = f" by {least:g}% or more" if least else ""  # a study from before says it without
     what = {"tuned": f"the tuned config (trial {best['trial']})",
             "rules": f"the rules-only config (trial {best['trial']}): nothing tuned beat it "
-                     "significantly",
+                     f"significantly{by}",
             "default": "the server defaults (only production-sized settings are set): "
-                       "neither the rules nor tuning beat them significantly",
+                       f"neither the rules nor tuning beat them significantly{by}",
             }.get(best["role"], best["role"])
     return f"emitted: {what}"
 

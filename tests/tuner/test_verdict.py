@@ -20,6 +20,7 @@ from pmem_advisor.tuner.study import REMEASURE_ATTR, as_complete, measured
 from pmem_advisor.tuner.tuner import TuneOptions, Tuner
 from pmem_advisor.tuner.verdict import (
     EQUIVALENCE_MAX_PCT,
+    MIN_CHANGE_PCT,
     TURN_S,
     VERDICT_ATTR,
     decide,
@@ -95,6 +96,55 @@ def test_interval_and_decision_come_from_the_runs():
     other = decide({"tuned": [*TUNED[:4], 1500.0], "rules": RULES, "default": DEFAULTS},
                    plan, final=True)["comparisons"]["tuned_vs_rules"]
     assert other["ci_high_pct"] != c["ci_high_pct"]
+
+
+def _rounds(**ratios):
+    """Six paired rounds: each role's runs, its ratio to 1000 tps in every round, the host's
+    swing (the same for every config of a round) multiplying them all."""
+    swing = [1.00, 0.93, 1.05, 0.97, 1.02, 0.95]
+    jitter = [1.004, 0.997, 1.002, 0.996, 1.003, 0.998]
+    values = {r: [1000.0 * x * s * (j if r == "tuned" else 1 / j)
+                  for s, j in zip(swing, jitter, strict=True)] for r, x in ratios.items()}
+    return values, {r: dict(enumerate(v, 1)) for r, v in values.items()}
+
+
+@pytest.mark.parametrize("gain,kind,emit", [(1.03, "equivalent", "rules"),
+                                            (1.08, "better", "tuned")])
+def test_a_gain_is_acted_on_only_when_it_is_worth_a_change(gain, kind, emit):
+    values, by_round = _rounds(tuned=gain, rules=1.0, default=1.0)
+    plan = make_plan(6, list(values), paired=True)
+    v = decide(values, plan, final=True, by_round=by_round)
+    c = v["comparisons"]["tuned_vs_rules"]
+    assert c["decision"] == "better"  # significant either way: the test is not what differs
+    assert v["kind"] == kind and v["emit"] == emit and v["decided"]
+    assert v["min_change_pct"] == MIN_CHANGE_PCT == 5.0
+    if kind == "equivalent":
+        assert v.get("small_gain") and v["bound_pct"] <= EQUIVALENCE_MAX_PCT
+        assert v["text"].startswith("equivalent: tuned is better by 3.0% [")
+        assert "less than the 5% worth a change" in v["text"]
+        assert v["text"].endswith("keep rules")
+
+
+@pytest.mark.parametrize("rules,keep,said", [
+    (0.97, "rules", "less than the 5% worth a change: rules-only is kept"),
+    (0.92, "default", "the defaults are kept")])
+def test_rules_only_gives_way_to_the_defaults_only_when_the_loss_is_worth_a_change(
+        rules, keep, said):
+    values, by_round = _rounds(tuned=rules, rules=rules, default=1.0)
+    v = decide(values, make_plan(6, list(values), paired=True), final=True,
+               by_round=by_round)
+    assert v["comparisons"]["rules_vs_default"]["decision"] == "worse"
+    assert v["emit"] == keep and v["compared"] == ["tuned", keep]
+    assert said in v["text_full"]
+
+
+def test_what_was_emitted_says_the_least_change_it_needed():
+    from pmem_advisor.report.describe import emitted_line
+
+    summary = {"best": {"role": "rules", "trial": 1}, "verdict": {"min_change_pct": 5.0}}
+    assert emitted_line(summary).endswith("nothing tuned beat it significantly by 5% or more")
+    summary["verdict"] = {}  # a study decided before the rule says what it said then
+    assert emitted_line(summary).endswith("nothing tuned beat it significantly")
 
 
 def test_a_config_compared_with_itself_is_equivalent_within_a_stated_bound():
