@@ -1,9 +1,10 @@
 """The final verdict of a tuning run: tuned vs rules-only vs server defaults, measured again.
 
-A search ranks configs by one run each, and the best single run is the luckiest as much as
-the best (the winner's curse), so the verdict uses only fresh runs:
+A search ranks configs by one measurement each (side by side with rules-only where it can,
+tuner/pairing.py), and the best single measurement is the luckiest as much as the best (the
+winner's curse), so the verdict uses only fresh runs:
 
-- the three finalists (the best search trial by its single run, the rules-only trial, the
+- the three finalists (the best search trial by its measurement, the rules-only trial, the
   defaults trial) are measured in interleaved rounds, A B C A B C ..., so a slow drift of the
   machine (page cache, another tenant, thermal) hits every config alike;
 - after the rounds listed in ``Plan.looks`` every pair is compared round by round with
@@ -19,16 +20,18 @@ the best (the winner's curse), so the verdict uses only fresh runs:
   "which config do we emit" is answered, else after ``max_rounds`` rounds (the user's
   --repeats, plus the rounds that pruned trials paid for);
 - outcome, a decision in every case the runs allow one: "tuned is better by X% [CI]" (emit
-  tuned); "worse" (keep rules); or "equivalent": the tuned config beats rules-only by at most
-  B% at 95% confidence, B the one-sided upper confidence bound of the gain at the test's
-  alpha (``stats``: upper_bound_pct), once B is within EQUIVALENCE_MAX_PCT (a
+  tuned; significant and at least MIN_CHANGE_PCT, else the gain is stated and the rules kept
+  as "equivalent"); "worse" (keep rules); or "equivalent": the tuned config beats
+  rules-only by at most B% at 95% confidence, B the one-sided upper confidence bound of the
+  gain at the test's alpha (``stats``: upper_bound_pct), once B is within EQUIVALENCE_MAX_PCT (a
   non-superiority bound, the one-sided half of a TOST: the runs rule out any gain larger than
   B, so keeping the rules' config loses at most B). Only
   when the rounds (or the time budget) end before the interval is that narrow is the verdict
   "inconclusive", with the interleaved runs per config that would likely decide it
-  (``next_decision``). Rules-only is kept unless it is significantly worse than the defaults,
-  and whether it beats the defaults is said too; when the defaults are kept, the tuned config
-  is compared with them instead (it must beat the config that is otherwise written).
+  (``next_decision``). Rules-only is kept unless it is significantly worse than the defaults
+  by at least MIN_CHANGE_PCT, and whether it beats the defaults is said too; when the
+  defaults are kept, the tuned config is compared with them instead (it must beat the config
+  that is otherwise written).
 
 With several workers on one study the final phase runs once: each worker creates a RUNNING
 trial with role "verdict" straight in the storage (trial numbers are handed out atomically);
