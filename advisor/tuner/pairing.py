@@ -67,7 +67,8 @@ def pairing(study: optuna.Study, evaluator: Evaluator, candidate: TrialConfig,
     if objective != "throughput":
         return "the objective is a latency percentile, which turns cannot pool"
     rules = next((t for t in study.get_trials(deepcopy=False)
-                  if t.user_attrs.get(ROLE_ATTR) == "rules" and measured(t)), None)
+                  if t.user_attrs.get(ROLE_ATTR) == "rules" and measured(t) is not None),
+                 None)
     if rules is None:
         return "no measured rules-only trial to run beside"
     duration = getattr(evaluator, "duration", None)

@@ -310,7 +310,10 @@ def decide(values: dict[str, list[float]], plan: Plan, *, final: bool,
         ref = "default"
     main = comparisons[f"{candidate}_vs_{ref}"]
     out["compared"] = [candidate, ref]  # the pair that decided (outputs print its interval)
-    if _changes(main, "better"):
+    # The 5% is asked of a tuned config only: without one, rules-only vs the defaults decides
+    # on significance alone, as the rules' config is the one with its reasons stated.
+    small = candidate == "tuned" and not _changes(main, "better")
+    if main["decision"] == "better" and not small:
         out.update(kind="better", emit=candidate, decided=True,
                    text=f"{_label(candidate)} is better by {_by(main)} than {_label(ref)}")
     elif main["decision"] == "better" and _bounded(main):

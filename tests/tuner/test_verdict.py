@@ -138,6 +138,16 @@ def test_rules_only_gives_way_to_the_defaults_only_when_the_loss_is_worth_a_chan
     assert said in v["text_full"]
 
 
+def test_without_a_tuned_config_rules_only_needs_only_significance_over_the_defaults():
+    both, _ = _rounds(tuned=1.03, rules=1.0)  # a jittered +3% ratio, as rules-only's here
+    values = {"rules": both["tuned"], "default": both["rules"]}
+    by_round = {r: dict(enumerate(v, 1)) for r, v in values.items()}
+    v = decide(values, make_plan(6, list(values), paired=True), final=True,
+               by_round=by_round)
+    assert v["comparisons"]["rules_vs_default"]["decision"] == "better"
+    assert v["kind"] == "better" and v["emit"] == "rules"
+
+
 def test_what_was_emitted_says_the_least_change_it_needed():
     from pmem_advisor.report.describe import emitted_line
 
