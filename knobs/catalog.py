@@ -149,8 +149,13 @@ class Knob:
                 return "on"
             if low in ("false", "no", "0"):
                 return "off"
-        if self.engine == "mysql" and low.isdigit() and int(low) < len(self.values):
-            return self.values[int(low)]  # MySQL accepts an enum's index
+        if self.engine == "mysql" and low.isdigit():
+            # mysqld reads a number as the index into the option's typelib: the values in the
+            # server's own order, then its alias spellings (innodb_doublewrite: OFF ON
+            # DETECT_ONLY DETECT_AND_RECOVER FALSE TRUE), so the catalog keeps that order
+            typelib = [(v, v) for v in self.values] + [(a, t) for a, t in self.aliases]
+            if int(low) < len(typelib):
+                return typelib[int(low)][1]
         raise UsageError(f"{self.name}: {text!r} is not one of {', '.join(self.values)}")
 
     def _parse_number(self, text: str) -> int | float:
@@ -638,7 +643,8 @@ def build_knob(engine: str, flavour: str, entry: dict, version: str | None) -> K
         safety_reason=merged["safety_reason"] or "", risky_values=(),
         versions=(entry.get("since"), entry.get("until")),
         build_values=tuple(merged["build_values"] or ()),
-        aliases=tuple(sorted((merged["aliases"] or {}).items())),
+        # in the order written: a MySQL typelib numbers its alias spellings after its values
+        aliases=tuple((merged["aliases"] or {}).items()),
         config_file=entry.get("config_file", True), init_option=entry.get("init_option"),
         notes=tuple(notes),
     )
