@@ -27,6 +27,7 @@ from typing import Any
 
 from pmem_advisor.engines import api
 from pmem_advisor.errors import UsageError
+from pmem_advisor.knobs.catalog import NUMERIC
 from pmem_advisor.rules.model import Bytes
 
 KB, MB, GB = 1 << 10, 1 << 20, 1 << 30
@@ -203,6 +204,11 @@ class KnobReader:
         raw = self.settings.get(name)
         if isinstance(raw, Bytes):  # a rule's size, already in bytes
             return float(raw.n)
+        if knob is not None and knob.type not in NUMERIC:
+            # a name the server's list has without its type (MySQL's reference list records
+            # key_buffer_size by name only): the text is read by the server's own size rules
+            # below, so '128M' is sized and not skipped (issue 49)
+            knob = None
         if knob is not None and not (raw is None and knob.default is None):
             base = knob.default if raw is None else knob.coerce(raw)
             if knob.type == "size" and isinstance(base, int | float) and base >= 0:
