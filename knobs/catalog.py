@@ -595,6 +595,20 @@ def knob_names(flavour: str) -> list[str]:
     return [k["name"] for k in _raw(flavour)["knobs"]]
 
 
+@lru_cache(maxsize=8)
+def server_option_names(flavour: str) -> frozenset[str]:
+    """Every name the servers' own lists (data/generated) give an option for, in any series:
+    the variables settable at start-up and the startup options that are no variable. A
+    read-only variable without an option (MariaDB's skip_external_locking) is not one: mysqld
+    reads ``skip-external-locking`` as the option external-locking negated (my_getopt tries the
+    exact option name first, then the skip-/disable-/enable- prefixes)."""
+    names: set[str] = set()
+    for doc in _generated_docs(flavour):
+        names.update(k["name"] for k in doc["knobs"] if k.get("config_file", True))
+        names.update(doc.get("options", []))
+    return frozenset(names)
+
+
 @lru_cache(maxsize=1)
 def catalog_schema() -> dict:
     """The catalog files' JSON Schema (knobs/data/catalog.schema.json)."""

@@ -13,7 +13,7 @@ import os
 import re
 
 from pmem_advisor.errors import InputError
-from pmem_advisor.knobs.catalog import knob_names
+from pmem_advisor.knobs.catalog import knob_names, server_option_names
 from pmem_advisor.knobs.configfile import (
     ConfigEntry,
     ConfigFile,
@@ -49,8 +49,11 @@ def _applies(group: str, groups: set[str], any_version: bool, flavour: str | Non
 
 
 def known_option_names() -> set[str]:
-    """Knob names of every MySQL/MariaDB catalog, for skip-/enable- prefixes."""
-    return {name for f in ("mysql", "mariadb") for name in knob_names(f)}
+    """Option names of every MySQL/MariaDB catalog (the curated knobs and the servers' own
+    option lists), for skip-/enable- prefixes: a name that is no option of the server (a
+    read-only variable such as skip_external_locking) is read as a prefixed option."""
+    return {name for f in ("mysql", "mariadb")
+            for name in (*knob_names(f), *server_option_names(f))}
 
 
 def parse_mycnf(path: str, *, flavour: str | None = None, version: str | None = None,
