@@ -125,6 +125,20 @@ SYSTEM_PYTHONS = (f"/usr/bin/python{sys.version_info.major}.{sys.version_info.mi
                   "/usr/bin/python3", "/usr/local/bin/python3")
 
 
+def other_user_entry(name: str = OTHER_USER) -> pwd.struct_passwd | None:
+    """The other user's passwd entry, or None where there is no such user."""
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        return None
+
+
+def other_uid(name: str = OTHER_USER) -> int:
+    """The uid to give files "another user" owns (65534 where ``name`` does not exist)."""
+    entry = other_user_entry(name)
+    return entry.pw_uid if entry else 65534
+
+
 def required_tops(distribution: str) -> set[Path]:
     """Top-level files and directories of the distributions ``distribution`` requires,
     recursively, leaving out extras."""
@@ -160,10 +174,10 @@ class OtherUser:
     def __init__(self, name: str = OTHER_USER) -> None:
         if os.geteuid() != 0:
             pytest.skip(f"running as {name} needs root")
-        try:
-            self.pw = pwd.getpwnam(name)
-        except KeyError:
+        pw = other_user_entry(name)
+        if pw is None:
             pytest.skip(f"no user {name!r} to run as")
+        self.pw = pw
         self.base = Path(tempfile.mkdtemp(prefix="pmem-advisor-other-user-", dir="/var/tmp"))
         self.base.chmod(0o755)
         self.python = self._find_python()
