@@ -59,3 +59,28 @@ def run_cli(capsys):
 
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+@pytest.fixture(scope="session")
+def other_user():
+    """Runs things as ``nobody`` (see tests/sandbox.py OtherUser), or skips saying why."""
+    from tests.sandbox import OtherUser
+
+    user = OtherUser()
+    yield user
+    user.close()
+
+
+@pytest.fixture(scope="session")
+def cli_as_other_user(other_user):
+    """``run(*python_args, cwd=..., env=...)``: this checkout's pmem_advisor run by the other
+    user's system Python from a staged copy (works where the checkout is private)."""
+    staged = other_user.stage_imports("pmem_advisor", "pmem_advisor.cli.main",
+                                      "pmem_advisor.cli.manpage",
+                                      distribution="pmem-advisor")
+
+    def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None):
+        return other_user.run([other_user.python, "-s", *args], pythonpath=(staged,), cwd=cwd,
+                              env=env)
+
+    return run

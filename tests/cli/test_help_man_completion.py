@@ -9,7 +9,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -132,26 +131,18 @@ def test_make_install_put_the_man_page_where_man_finds_it():
     assert r.returncode == 0 and "PMEM-ADVISOR-CHECK(1)" in r.stdout
 
 
-def _as_nobody(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """The CLI as an unprivileged user (root writes anywhere, so no-access needs one)."""
-    if os.geteuid() != 0 or not shutil.which("setpriv"):
-        pytest.skip("needs root and setpriv to run as another user")
-    return subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                           sys.executable, *args], capture_output=True, text=True, timeout=120,
-                          cwd=cwd, env={**os.environ, "HOME": str(cwd)})
-
-
-def test_install_without_write_access_says_where_and_how(tmp_path):
+def test_install_without_write_access_says_where_and_how(other_user, cli_as_other_user):
+    # root writes anywhere, so no write access needs another user (skipped where impossible)
+    tmp_path = other_user.tmpdir()  # pytest's tmp_path lies in a 0700 directory
     locked = tmp_path / "locked"
-    locked.mkdir()
-    os.chmod(tmp_path, 0o755)
-    os.chmod(locked, 0o755)  # root's: nobody cannot write here
-    r = _as_nobody("-m", "pmem_advisor.cli.manpage", "--install", str(locked), cwd=tmp_path)
+    locked.mkdir(mode=0o755)  # root's: nobody cannot write here
+    r = cli_as_other_user("-m", "pmem_advisor.cli.manpage", "--install", str(locked),
+                          cwd=tmp_path)
     assert r.returncode == EXIT_ENVIRONMENT and r.stdout == "", r.stderr
     assert str(locked / "man1") in r.stderr and "by hand" in r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
-    r = _as_nobody("-m", "pmem_advisor", "completion", "install", "bash", "--dir", str(locked),
-                   cwd=tmp_path)
+    r = cli_as_other_user("-m", "pmem_advisor", "completion", "install", "bash", "--dir",
+                          str(locked), cwd=tmp_path)
     assert r.returncode == EXIT_ENVIRONMENT and r.stdout == "", r.stderr
     assert str(locked) in r.stderr and "completion show bash >" in r.stderr
     assert "Traceback" not in r.stderr

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import subprocess
 
 import psutil
 import pytest
 
 from tests.probes.machine_builder import build
+from tests.sandbox import other_uid
 
-NOBODY = pwd.getpwnam("nobody").pw_uid
+NOBODY = other_uid()  # tests/sandbox.py: the shared other user
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -21,14 +20,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.sandbox import SYSTEM_PYTHONS, other_user_entry
+
 ROOT = os.geteuid() == 0
-NOBODY = pwd.getpwnam("nobody")
-ATTACKER_PYTHON = "/usr/bin/python3"
+NOBODY = other_user_entry()  # the shared "another user" of tests/sandbox.py
+ATTACKER_PYTHON = next((p for p in SYSTEM_PYTHONS if os.path.exists(p)), SYSTEM_PYTHONS[0])
 CLI_TIMEOUT = 120
 
 
 def as_root_only(reason: str = "the attacks need root running the tool and nobody attacking"):
-    return pytest.mark.skipif(not ROOT or not os.path.exists(ATTACKER_PYTHON), reason=reason)
+    return pytest.mark.skipif(not ROOT or NOBODY is None or not os.path.exists(ATTACKER_PYTHON),
+                              reason=reason)
 
 
 @pytest.fixture

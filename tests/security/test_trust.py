@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -25,10 +24,11 @@ import pytest
 
 from pmem_advisor.instances import registry, trust
 from pmem_advisor.instances.trust import UntrustedPath
+from tests.sandbox import other_uid
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the trust boundary matters as root")
 
-NOBODY = pwd.getpwnam("nobody").pw_uid
+NOBODY = other_uid()  # tests/sandbox.py: the shared other user
 
 
 @pytest.fixture
