@@ -279,5 +279,6 @@ def check_flavour(config: ConfigFile, engine: str, flavour: str, version: str) -
     want, why = found
     raise UsageError(f"{config.path} is a {_TITLES[want]} config ({why}), but the server to "
                      f"validate it on is {_TITLES.get(flavour, flavour)} {version}",
-                     hint=f"validate it on {_TITLES[want]} (--flavour {want}, installed), or "
+                     hint=f"validate it on a {_TITLES[want]} server with --flavour {want} "
+                          f"(it must be installed here), or "
                           f"render a config for {_TITLES.get(flavour, flavour)}")

@@ -56,8 +56,8 @@ def interim_samples(trial: FrozenTrial) -> list[float]:
     return [v for s, v in sorted(trial.intermediate_values.items()) if 0 < s < FINAL_STEP]
 
 
-# One config's run-to-run spread on a quiet machine (README, "Noise, measured": 2.7-14% for
-# the scenarios' and the demo's runs): the least error a single run's mean carries.
+# One config's run-to-run spread on a quiet machine (docs/measurements.md, "Noise, measured":
+# 2.7-14% for the scenarios' and the demo's runs): the least error a single run's mean carries.
 RUN_NOISE_PCT = 10.0
 
 

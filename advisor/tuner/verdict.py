@@ -88,7 +88,7 @@ RESOLUTION_PCT = EQUIVALENCE_MAX_PCT  # the name older callers use
 # difference is significant AND its estimate is at least this large. A smaller one is stated
 # (with its interval) and the config is kept. Why 5%: one config's gain over rules-only,
 # measured by the same verdict on two VMs of one kind, moved by 4-8 points (the demo's CC
-# config +10.7% then +2.9%, EE's +11.4% then +7.2%; README "Six more runs on a fresh
+# config +10.7% then +2.9%, EE's +11.4% then +7.2%; docs/measurements.md "Six more runs on a fresh
 # machine"), so a gain under 5% may not exist on the next machine at all, let alone in
 # production (TUNA, EuroSys'25: up to 63% of the "best" configs of noisy tuning lost 30% or
 # more once deployed). Under it, the config with the reasons stated (rules-only) stays.

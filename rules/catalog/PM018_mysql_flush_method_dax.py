@@ -10,7 +10,9 @@ the data-file flush at checkpoints with it (as risky as in MySQL); 11.0 deprecat
 11.0.6+ maps it to doublewrite=fast (a durability risk too, PM016).
 
 Recommendation: O_DIRECT; O_DIRECT_NO_FSYNC (the catalog's durability risk) only with
-``--allow-unsafe``, and lowest-risk when MySQL >= 8.0.14 has redo and data on PMEM.
+``--allow-unsafe``. With redo and data both on PMEM and MySQL >= 8.0.14 the manual's hazard
+(redo and data on different devices, one with a volatile write cache) is absent, not the risk:
+the catalog still withholds the value, and the reason says which of the two holds.
 """
 
 from pmem_advisor.rules.model import PRIORITY_SPEED, Note, Rule, Set
@@ -44,8 +46,12 @@ class MysqlFlushMethodDax(Rule):
                         "O_DIRECT: the safe choice (adds nothing on DAX, helps on SSD)")]
         both_pmem = f.wal_on_pmem and f.data_on_pmem
         if f.version_at_least(8, 0, 14) and both_pmem:
-            why = ("redo and data on PMEM (no volatile write cache) and MySQL >= 8.0.14 fsyncs "
-                   "on create/extend: the lowest-risk case")
+            # What is true of this placement: the hazard the manual names does not apply; what
+            # remains is the paper's uncertain gain against skipping fsync on data writes.
+            why = ("redo and data both on PMEM, where no device write cache can hold back a "
+                   "data write, and MySQL >= 8.0.14 fsyncs on create/extend: the manual's "
+                   "hazard (redo and data on different devices with volatile caches) is absent "
+                   "here, but data writes still go unsynced")
             extra = False
         else:
             why = ("MySQL < 8.0.14 skips fsync after file extension" if f.version_below(8, 0, 14)

@@ -56,6 +56,11 @@ def test_rule_case(rule_id: str, case: dict) -> None:
         assert str(sets.get(name)).lower() == str(value).lower(), (name, sets)
     for name, value in (expect.get("unsafe") or {}).items():
         assert str(unsafe.get(name)).lower() == str(value).lower(), (name, unsafe)
+    # reasons: {knob: text} - the text appears in the reason of one of the knob's Set effects,
+    # so a reason that says something untrue of its case (PM018's "lowest-risk") is caught.
+    for name, text in (expect.get("reasons") or {}).items():
+        whys = [e.reason for e in effects if isinstance(e, Set) and e.name == name]
+        assert any(text in w for w in whys), (name, text, whys)
     bounds = {e.name: e for e in effects if isinstance(e, Bound)}
     for name, want in (expect.get("bounds") or {}).items():
         b = bounds[name]

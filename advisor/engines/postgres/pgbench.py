@@ -152,14 +152,14 @@ class PgbenchWorkload(Workload):
     # VMs here its runs settled for 20-40 s at a time on one of several levels up to a quarter
     # apart: 28 s runs of one config spread 8.6% (select-only, 4 clients) and 6.6% (the demo's
     # tpcb-like) at -j 2, against 2.7% and 3.5% at -j 4, interleaved
-    # (benchmarks/data/noise/demo-threads.json, arm steady30-threads-per-cpu; README).
+    # (benchmarks/data/noise/demo-threads.json, arm steady30-threads-per-cpu; docs/measurements.md).
     thread_per_client = True
     # pgbench starts in milliseconds, and on these VMs its per-second rate jumps between
     # levels about a third apart that last 2-8 s: 4 s turns of three configs (a 12 s cycle)
     # leave a level on one config, 1 s turns spread it over all three. The demo's tuned and
     # rules-only configs in 6 interleaved rounds each way (2026-11-29): the per-round log
     # ratio's error from its turns was 3.1% at 1 s, 4.7% at 2 s and 6.3% at 4 s, for 2% more
-    # wall time (README, "Turns of one second").
+    # wall time (docs/measurements.md, "Turns of one second").
     turn_s = 1
 
     def script_args(self) -> list[str]:
