@@ -28,7 +28,6 @@ from pmem_advisor.cli.recommend import (
 )
 from pmem_advisor.engines.registry import engine_help, get_engine
 from pmem_advisor.errors import EXIT_FINDINGS, EnvironmentProblem, InputError, UsageError
-from pmem_advisor.instances.live import is_local, read_server, server_binding
 
 FORMATS = ("text", "json", "junit")
 SCHEMA = "pmem-advisor.check/1"
@@ -301,7 +300,7 @@ def check_cmd(
         note = getattr(p, "medium_note", None)
         if note and f"{p.path}: {note}" not in [n.partition(" ")[2] for n in notes]:
             notes.append(f"{p.role} {p.path}: {note}")
-    server_cpus, nodes = server_binding(t.pid)
+    server_cpus, nodes = _server_binding(t.pid)
     if server_cpus is not None:
         facts = replace(facts, server_cpus=server_cpus)
     inp, rule_facts = build_input(facts, t.settings, source=t.source, where=t.where,
@@ -348,6 +347,7 @@ def _use_server(t: CheckTarget, dsn: str, db: str | None, *, elsewhere_ok: bool,
                 notes: list[str]) -> None:
     """The running server's settings, counters, version and (on this host) paths and pid."""
     from pmem_advisor.connection import dsn_engine
+    from pmem_advisor.instances.live import is_local, read_server  # --dsn only (issue 55)
 
     if t.engine not in (None, "postgres", "mysql"):
         raise UsageError(f"--dsn reads a running PostgreSQL or MySQL/MariaDB server, not "
@@ -373,6 +373,15 @@ def _use_server(t: CheckTarget, dsn: str, db: str | None, *, elsewhere_ok: bool,
     elif not elsewhere_ok:
         notes.append("the server runs on another host: its paths, memory and PMEM are not "
                      "this host's; run `pmem-advisor probe --save` there and pass --profile")
+
+
+def _server_binding(pid: int | None) -> tuple:
+    """A live server's CPUs and nodes; a config file (no pid) imports no instance code."""
+    if not pid:
+        return None, None
+    from pmem_advisor.instances.live import server_binding
+
+    return server_binding(pid)
 
 
 def _use_config(t: CheckTarget, config: str, notes: list[str], *,

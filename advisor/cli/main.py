@@ -58,44 +58,47 @@ def _root(
     set_verbosity(0 if quiet else 1 + verbose)
 
 
-# Each command module exposes register(app). One line per module; keep them in this block.
-from pmem_advisor.cli import doctor as _doctor  # noqa: E402
+# Each command module exposes register(app). A run imports only the module of the command it
+# runs (issue 55: `--version` and `check FILE` at a linter's start-up cost, without the tuner,
+# the instance code or the schema validator of other commands); help, completion and an
+# unknown command load them all. One entry per top-level command, in the order help lists them.
+COMMANDS = {
+    "doctor": "doctor", "probe": "probe", "instances": "instances", "tune": "tune",
+    "report": "report", "knobs": "knobs", "config": "config", "recommend": "recommend",
+    "check": "check", "workload": "workload", "help": "help", "completion": "completion",
+}
+_registered: set[str] = set()
 
-_doctor.register(app)
-from pmem_advisor.cli import probe as _probe  # noqa: E402
 
-_probe.register(app)
-from pmem_advisor.cli import instances as _instances  # noqa: E402
+def register_commands(names: Any = None) -> None:
+    """Register the command modules ``names`` (every one when None) on ``app``, once each.
+    The import is here, in the dispatch layer, so that a command module is loaded only when
+    its command runs."""
+    import importlib
 
-_instances.register(app)
-from pmem_advisor.cli import tune as _tune  # noqa: E402
+    for name in COMMANDS if names is None else names:
+        module = COMMANDS[name]
+        if module in _registered:
+            continue
+        importlib.import_module(f"pmem_advisor.cli.{module}").register(app)
+        _registered.add(module)
 
-_tune.register(app)
-from pmem_advisor.cli import report as _report  # noqa: E402
 
-_report.register(app)
-from pmem_advisor.cli import knobs as _knobs  # noqa: E402
+_ROOT_FLAGS = {"--verbose", "-v", "--quiet", "-q"}
 
-_knobs.register(app)
-from pmem_advisor.cli import config as _config  # noqa: E402
 
-_config.register(app)
-from pmem_advisor.cli import recommend as _recommend  # noqa: E402
+def command_of(argv: list[str]) -> str | None:
+    """The top-level command ``argv`` runs, or None when the run needs every command (help,
+    completion, no command, an unknown one, ``-vv`` style flags we do not parse here)."""
+    import os
 
-_recommend.register(app)
-from pmem_advisor.cli import check as _check  # noqa: E402
-
-_check.register(app)
-from pmem_advisor.cli import workload as _workload  # noqa: E402
-
-_workload.register(app)
-from pmem_advisor.cli import help as _help  # noqa: E402
-
-_help.register(app)
-from pmem_advisor.cli import completion as _completion  # noqa: E402
-
-_completion.register(app)
-# -- command registrations end --
+    if any(k.startswith("_PMEM_ADVISOR_COMPLETE") for k in os.environ):
+        return None  # shell completion walks the whole tree
+    for arg in argv:
+        if arg in _ROOT_FLAGS or (arg.startswith("-v") and set(arg[1:]) == {"v"}):
+            continue
+        return arg if arg in COMMANDS else None
+    return None
 
 
 def _fail(message: str, code: int) -> int:
@@ -204,16 +207,24 @@ def _unwrap_pacified_streams() -> bool:
     return pacified
 
 
-def build_command() -> Any:
-    """The click command tree of the app, with the conventions every command follows."""
+def build_command(only: list[str] | None = None) -> Any:
+    """The click command tree of the app (the commands ``only`` names, every one by default),
+    with the conventions every command follows."""
     from pmem_advisor.cli.conventions import apply_conventions
+
+    register_commands(only)
 
     return checked_numbers(docs_metavars(apply_conventions(typer.main.get_command(app))))
 
 
 def _run(argv: list[str] | None) -> int:
     try:
-        command = build_command()
+        args = sys.argv[1:] if argv is None else argv
+        if "--version" in args[:1]:  # nothing to build: the version is all it asks
+            typer.echo(f"pmem-advisor {__version__}")
+            return 0
+        name = command_of(args)
+        command = build_command(None if name is None else [name])
         rv = command.main(args=argv, prog_name="pmem-advisor", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
     except ServerError as e:

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 from pmem_advisor.engines import api
 from pmem_advisor.engines.api import KINDS, EngineBinary, EngineDataError, EngineSpec, EvalRequest
 from pmem_advisor.errors import UsageError
-from pmem_advisor.instances.discovery import discover_servers, pick_server, server_status
 from pmem_advisor.knobs.catalog import Catalog, build_catalog
-from pmem_advisor.tuner import managed
-from pmem_advisor.workloads.registry import all_workloads, workload_class
 
+# The instance code, the tuner and the workloads are imported by the methods that use them:
+# `check FILE` reaches an engine for its catalog and parser only, and must not pay for (or
+# depend on) a server manager, Optuna or the workload drivers (issue 55's import budget,
+# tests/cli/test_import_budget.py).
 if TYPE_CHECKING:
     from pmem_advisor.tuner.evaluator import Evaluator
 
@@ -50,6 +51,8 @@ class Engine(api.Engine):
 
     def workload(self, name: str, **options: Any) -> Any:
         """The shared workload ``name``, refused when it does not list this engine."""
+        from pmem_advisor.workloads.registry import workload_class
+
         cls = workload_class(name)
         if self.name not in cls.engines:
             raise UsageError(f"workload {name} runs on {'/'.join(cls.engines)}, not on "
@@ -66,19 +69,27 @@ class ServerEngine(Engine):
         """The shared workloads whose ``engines`` list this engine (workloads/registry.py)."""
         if self.spec.workloads:
             return self.spec.workloads
+        from pmem_advisor.workloads.registry import all_workloads
+
         return tuple(n for n, cls in all_workloads().items() if self.name in cls.engines)
 
     def find_binary(self, flavour: str | None = None, version: str | None = None) -> Any:
         """``instances.pick_server``: a ServerBinary; EnvironmentProblem naming the package."""
+        from pmem_advisor.instances.discovery import pick_server
+
         return pick_server(self.name, flavour, version)
 
     def installed_version(self, flavour: str | None = None) -> tuple[str | None, str | None]:
+        from pmem_advisor.instances.discovery import discover_servers
+
         for b in discover_servers(self.name):
             if flavour is None or b.flavour == flavour:
                 return b.flavour, str(b.version)
         return flavour, None
 
     def binary_status(self) -> tuple[bool, str]:
+        from pmem_advisor.instances.discovery import server_status
+
         best, detail, _ = server_status(self.name)
         return best is not None, detail
 
@@ -86,6 +97,8 @@ class ServerEngine(Engine):
         """``server_capability`` from ``instances.server_status``: "<name>-server", the server
         a managed instance would use, else the install hint; ``better(best)``: how to get a
         better server than the one found ("" when it is the best)."""
+        from pmem_advisor.instances.discovery import server_status
+
         best, detail, hint = server_status(self.name)
         label = f"{self.name}-server"
         if best is None:
@@ -93,6 +106,8 @@ class ServerEngine(Engine):
         return label, True, detail, better(best) if better else ""
 
     def evaluator(self, request: EvalRequest) -> Evaluator:
+        from pmem_advisor.tuner import managed
+
         r = request  # managed.ManagedEvaluator looked up now: tests put a fake in its place
         return managed.ManagedEvaluator(r.binary, r.workload, scale=r.scale, clients=r.clients,
                                         duration=r.duration, warmup=r.warmup,

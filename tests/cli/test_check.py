@@ -385,7 +385,7 @@ def test_db_flavour_mismatch_with_the_running_server_is_exit_2(run_cli):
 
 @pytest.mark.skipif(not os.path.exists(PG_SOCKET), reason="no PostgreSQL service on this machine")
 def test_read_server_names_the_postmaster_not_our_backend():
-    from pmem_advisor.cli.check import read_server
+    from pmem_advisor.instances.live import read_server
 
     s = read_server(PG_DSN, "postgres")
     assert s["pid"] and os.path.exists(f"/proc/{s['pid']}")  # alive after we disconnected

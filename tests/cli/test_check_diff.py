@@ -57,7 +57,7 @@ def test_mariadb_set_global_with_my_cnf_line_and_restart_only_knobs():
 
 
 def test_only_a_local_server_lends_its_paths_to_the_host_checks():
-    from pmem_advisor.cli.check import is_local
+    from pmem_advisor.instances.live import is_local
 
     assert is_local("postgresql:///postgres?host=/var/run/postgresql", "postgres")
     assert is_local("dbname=x", "postgres")  # libpq's default: the local socket

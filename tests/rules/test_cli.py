@@ -102,7 +102,7 @@ def test_check_dsn_running_mariadb(run_cli):
 def test_read_server_maps_data_directory(tmp_path):
     if not os.path.exists("/var/run/postgresql/.s.PGSQL.5432"):
         pytest.skip("no PostgreSQL service on this machine")
-    from pmem_advisor.cli.check import read_server
+    from pmem_advisor.instances.live import read_server
 
     s = read_server(PG_DSN, "postgres")
     assert os.path.isabs(s["data_dir"]) and s["wal_dir"].startswith("/")

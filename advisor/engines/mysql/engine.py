@@ -10,7 +10,6 @@ from typing import Any
 from pmem_advisor.engines.base import ServerEngine
 from pmem_advisor.engines.mysql.baseline import MysqlBaseline
 from pmem_advisor.engines.mysql.emit import emit_mycnf, sql_epilogue, sql_statement
-from pmem_advisor.engines.mysql.instance import MySQLInstance
 from pmem_advisor.engines.mysql.memory import fit_mysql, mysql_worst_case
 from pmem_advisor.engines.mysql.parse import parse_mycnf_text
 from pmem_advisor.errors import UsageError
@@ -21,7 +20,13 @@ BASELINE = (MysqlBaseline(),)
 
 
 class MysqlEngine(ServerEngine):
-    instance_class = MySQLInstance
+
+    @property
+    def instance_class(self) -> type:  # type: ignore[override]
+        """The managed-server class, imported on use: checking a file needs no server code."""
+        from pmem_advisor.engines.mysql.instance import MySQLInstance
+
+        return MySQLInstance
 
     def resolve_flavour(self, flavour: str | None = None, version: str | None = None) -> str:
         """Given flavour, else by version: MariaDB's versions start at 10, MySQL's below."""

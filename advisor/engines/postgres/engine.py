@@ -12,10 +12,8 @@ from pmem_advisor.engines.base import ServerEngine
 from pmem_advisor.engines.postgres.baseline import PostgresBaseline
 from pmem_advisor.engines.postgres.emit import emit_postgresql_conf, sql_epilogue, sql_statement
 from pmem_advisor.engines.postgres.features import postgres_build_features
-from pmem_advisor.engines.postgres.instance import PostgresInstance
 from pmem_advisor.engines.postgres.memory import fit_postgres, postgres_worst_case
 from pmem_advisor.engines.postgres.parse import parse_postgresql_text
-from pmem_advisor.engines.postgres.pgbench import PgbenchCustom, PgbenchTpcb
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.knobs.emit import Header
 
@@ -23,7 +21,13 @@ BASELINE = (PostgresBaseline(),)
 
 
 class PostgresEngine(ServerEngine):
-    instance_class = PostgresInstance
+
+    @property
+    def instance_class(self) -> type:  # type: ignore[override]
+        """The managed-server class, imported on use: checking a file needs no server code."""
+        from pmem_advisor.engines.postgres.instance import PostgresInstance
+
+        return PostgresInstance
 
     def emit(self, settings, header=None, *, catalog=None, fragment=True):
         return emit_postgresql_conf(settings, header or Header(), catalog=catalog,
@@ -67,4 +71,6 @@ class PostgresEngine(ServerEngine):
             f"{install_hint('embedded')} for the zero-install PostgreSQL 18")
 
     def own_workloads(self) -> dict[str, Any]:
+        from pmem_advisor.engines.postgres.pgbench import PgbenchCustom, PgbenchTpcb
+
         return {"pgbench-tpcb": PgbenchTpcb, "pgbench-custom": PgbenchCustom}
