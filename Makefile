@@ -15,7 +15,7 @@ DEB_PKGS := gcc pkg-config libpmem1 libpmem-dev sysbench fio numactl ndctl daxct
 PYTEST_ARGS ?=
 
 .PHONY: all deps venv install install-demo install-size lint test test-all demo bench bench-probe \
-        golden clean doctor catalogs man install-man
+        golden clean doctor catalogs man install-man bench-cli
 
 all: test
 
@@ -130,3 +130,7 @@ golden: install
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+
+# Start-up and per-file CPU of the CLI beside `python -c pass` (issue 55; figures, not a test).
+bench-cli: $(VENV)/.installed
+	$(PY) benchmarks/cli_startup.py
