@@ -97,7 +97,8 @@ def command_of(argv: list[str]) -> str | None:
     for arg in argv:
         if arg in _ROOT_FLAGS or (arg.startswith("-v") and set(arg[1:]) == {"v"}):
             continue
-        return arg if arg in COMMANDS else None
+        # `help CMD` describes other commands: it needs the whole tree
+        return arg if arg in COMMANDS and arg != "help" else None
     return None
 
 
