@@ -7,11 +7,12 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 # System packages: compiler and libpmem for the native kernel, load generators, servers
-# (rocksdb-tools: db_bench and ldb for RocksDB; tarantool: the Tarantool server; chromium:
+# (rocksdb-tools: db_bench and ldb for RocksDB; tarantool: the Tarantool server; nodejs: runs
+# pgtune's own formulas, the oracle of every "pgtune:" reason; chromium:
 # the headless browser the report test opens report.html in; man-db: `man pmem-advisor`).
 DEB_PKGS := gcc pkg-config libpmem1 libpmem-dev sysbench fio numactl ndctl daxctl \
             postgresql postgresql-client mariadb-server mariadb-client rocksdb-tools tarantool \
-            chromium man-db
+            chromium man-db nodejs
 PYTEST_ARGS ?=
 
 .PHONY: all deps venv install install-demo install-size lint test test-all demo bench bench-probe \
