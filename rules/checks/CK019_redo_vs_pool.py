@@ -13,7 +13,8 @@ manual's rule of thumb) and the pool for the working set; when the redo must sta
 write burst the pool absorbs by flushing), say so in a comment and silence this finding.
 MySQLTuner reports the same ratio against 25% of the pool, which warns on most tuned servers; a
 pre-deployment gate should not, so this check warns only above the pool's full size, and only
-when the file sets one of the two (a server's defaults are not the file's author's choice).
+when the file sets one of the two (a server's defaults are not the file's author's choice);
+with the pool left at its default it is a note: small hosts keep the 128 MiB default.
 
 Sources: MySQL 8.4 manual §17.6.5 (redo log: "a larger redo log ... makes crash recovery
 slower"), §17.8.3.5 (configuring buffer pool flushing: innodb_max_dirty_pages_pct); MariaDB KB
@@ -65,10 +66,16 @@ class RedoVsPool(Check):
         subject = "innodb_redo_log_capacity" if how == "innodb_redo_log_capacity" else \
             "innodb_log_file_size"
         at = inp.at(subject) or inp.at(POOL)
+        # A pool the file leaves at its default was not sized here (a small host keeps the
+        # 128 MiB default even under innodb_dedicated_server, whose redo can then be larger):
+        # worth a note, not a warning.
+        sized = POOL in inp.settings
+        pool_words = (f"{POOL} = {inp.shown(POOL)}" if sized else
+                      f"{POOL} at its default {inp.shown(POOL)}: not sized in this file")
         return [self.finding(
-            "warn", subject,
+            "warn" if sized else "info", subject,
             f"the redo log ({human_bytes(int(redo))}, {how}) is larger than the buffer pool "
-            f"({human_bytes(int(pool))}, {POOL} = {inp.shown(POOL)}){at}: the pool holds at "
+            f"({human_bytes(int(pool))}, {pool_words}){at}: the pool holds at "
             "most 90% of itself dirty, so the redo beyond it buys few checkpoints, and crash "
             "recovery may apply all of it before the server takes a connection",
             f"size the redo for about an hour of peak writes and {POOL} for the working set; "

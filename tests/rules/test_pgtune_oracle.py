@@ -81,12 +81,12 @@ def pgtune_outputs() -> list[dict]:
                "totalMemory": c["memory_gb"], "cpuNum": c["cpus"],
                # pgtune is asked for the max_connections we set (clients + reserved)
                "connectionNum": int(r.setting("max_connections").text),
-               "hdType": MEDIUM[c["medium"]]} for c, r in zip(CASES, recs)]
+               "hdType": MEDIUM[c["medium"]]} for c, r in zip(CASES, recs, strict=True)]
     out = subprocess.run([NODE, str(HERE / "run.mjs")], input=json.dumps(inputs), text=True,
                          capture_output=True, timeout=60, check=True).stdout
     got = json.loads(out)
     assert len(got) == len(CASES)
-    return list(zip(CASES, recs, got))
+    return list(zip(CASES, recs, got, strict=True))
 
 
 def same(name: str, text: str, want) -> bool:
