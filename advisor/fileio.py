@@ -205,7 +205,7 @@ def write_file_safely(path: str | Path, data: str | bytes, *, backup: bool = Tru
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     with held_parent(path) as (dfd, name):
         try:
-            old = _existing(dfd, name, path)
+            old = _existing(dfd, name, path, planted_check=owner is not None)
             if old is not None and _same_content(dfd, name, raw) and (
                     owner is None or os.geteuid() != 0 or (old.st_uid, old.st_gid) == owner):
                 return None
@@ -221,11 +221,16 @@ def write_keeping_backup(path: str | Path, data: str | bytes) -> Path | None:
     return write_file_safely(path, data)
 
 
-def _existing(dfd: int, name: str, path: Path) -> os.stat_result | None:
+def _existing(dfd: int, name: str, path: Path, *, planted_check: bool = False
+              ) -> os.stat_result | None:
     try:
         st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
     except FileNotFoundError:
         return None
+    if planted_check and not stat.S_ISREG(st.st_mode):
+        # a file root writes for a less-privileged user, in that user's tree: anything but a
+        # regular file there was planted (the rename replaces it; we refuse to go on)
+        raise planted(str(path), st, "a regular file")
     if stat.S_ISLNK(st.st_mode):
         raise UsageError(f"refusing to write {path}: it is a symbolic link",
                          hint="remove the link or give the real path")
@@ -859,7 +864,14 @@ def _copy_walk(sfd: int, dfd: int, where: str, owner: tuple[int, int] | None,
         except FileNotFoundError:
             continue
         if stat.S_ISLNK(st.st_mode):
-            os.symlink(os.readlink(name, dir_fd=sfd), name, dir_fd=dfd)
+            try:
+                target = os.readlink(name, dir_fd=sfd)
+            except OSError as e:  # no longer a link: swapped while we looked
+                if e.errno != errno.EINVAL:
+                    raise
+                raise planted(here, os.stat(name, dir_fd=sfd, follow_symlinks=False),
+                              "the symbolic link it was a moment before") from None
+            os.symlink(target, name, dir_fd=dfd)
             continue
         if stat.S_ISDIR(st.st_mode):
             s = open_checked(sfd, name, here, directory=True, owners=src_owners)
