@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from pmem_advisor.engines.mysql.instance import INCLUDE_FILE as MYSQL_INCLUDE
 from pmem_advisor.errors import AdvisorError
 from pmem_advisor.fileio import PlantedFile
 from pmem_advisor.instances import create_instance, privileges
@@ -100,10 +101,12 @@ except PermissionError:
     assert state(canary) == before
 
 
+INCLUDES = {"mariadb": MYSQL_INCLUDE}
+SETTING = {"pg-debian": "work_mem = '{}MB'\n", "mariadb": "[mysqld]\nsort_buffer_size = {}M\n"}
 RENAME_RACE = r"""
 import os, sys, time
-data, canary, stop = sys.argv[1:4]
-target = os.path.join(data, "pmem-advisor.conf")
+target, canary, stop = sys.argv[1:4]
+data = os.path.dirname(target)
 n = 0
 while not os.path.exists(stop):
     tmp = os.path.join(data, ".evil%d" % n)
@@ -117,20 +120,23 @@ print(n)
 """
 
 
+@pytest.mark.parametrize("server", ["pg-debian", "mariadb"])
 def test_a_link_renamed_over_the_include_file_never_gets_root_to_chown_its_target(
-        as_server_user, canary):
+        as_server_user, canary, server):
     """Attack 2 of issue 50: the include is written, then (before) chowned by name in the
     server-owned data directory; a process of the server's user renames a link to root's file
     over it in a loop. Ownership is now given at creation, by descriptor: whatever the race
     does, root's file keeps owner, mode and content, and a refusal is a one-line PlantedFile."""
     before = state(canary)
     user = as_server_user
-    with create_instance(find_server("pg-debian")) as inst:
+    with create_instance(find_server(server)) as inst:
         inst.initialize()
+        include = inst.data_dir / "pmem-advisor.conf" if server == "pg-debian" else \
+            inst.home / INCLUDES[server]
         stop = Path(tempfile.mkdtemp(prefix="race-stop-", dir="/var/tmp")) / "stop"
         stop.parent.chmod(0o755)
         attacker = subprocess.Popen(
-            [user.python, "-c", RENAME_RACE, str(inst.data_dir), str(canary), str(stop)],
+            [user.python, "-c", RENAME_RACE, str(include), str(canary), str(stop)],
             user=user.pw.pw_uid, group=user.pw.pw_gid, extra_groups=[], cwd="/",
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         refused = written = 0
@@ -138,11 +144,11 @@ def test_a_link_renamed_over_the_include_file_never_gets_root_to_chown_its_targe
             deadline = time.monotonic() + 20
             while written + refused < 400 and time.monotonic() < deadline:
                 try:
-                    inst._write_config(f"work_mem = '{4 + written % 8}MB'\n")
+                    inst._write_config(SETTING[server].format(4 + written % 8))
                     written += 1
                 except AdvisorError as e:  # the link was there when root looked
                     assert isinstance(e, PlantedFile), e
-                    assert str(inst.data_dir / "pmem-advisor.conf") in e.message
+                    assert str(include) in e.message
                     assert "owned by uid" in e.message and "\n" not in e.message
                     refused += 1
         finally:
@@ -152,7 +158,7 @@ def test_a_link_renamed_over_the_include_file_never_gets_root_to_chown_its_targe
             stop.parent.rmdir()
         assert int(out.strip() or 0) > 0, err  # the attacker did swap links in
         assert written + refused >= 50
-        os.unlink(inst.data_dir / "pmem-advisor.conf")
+        os.unlink(include)
         inst.start("")  # the instance still works once the link is gone
         inst.stop()
     assert state(canary) == before
