@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import psycopg
 import pymysql
@@ -211,3 +212,41 @@ def test_a_restored_copy_on_disk_leaves_no_pages_in_the_page_cache(tmp_path):
             assert resident < size / 10, (resident, size)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_ctrl_c_mid_restore_of_a_trial_leaves_the_data_dir_as_it_found_it(shm_dir,
+                                                                            monkeypatch):
+    """The tuner's restore interrupted halfway through the copy (a Ctrl-C): the copy runs in
+    this process (issue 50), so nothing writes on into --data-dir after the cleanup emptied it
+    and dropped its record, and `tune --resume` accepts the directory. (Replaces the test that
+    aimed the interrupt at the fork of the ``cp -a`` child the copy used to be.)"""
+    from pmem_advisor.instances import golden, pick_server, registry
+    from pmem_advisor.tuner.evaluator import TrialConfig
+    from pmem_advisor.tuner.managed import ManagedEvaluator, check_data_dir
+    from tests.sandbox import processes_under
+
+    result = SimpleNamespace(throughput_tps=1.0, latency_ms={"p50": 1.0}, errors=0,
+                             duration_s=1.0, workload="stub", clients=1, raw={})
+    workload = SimpleNamespace(load=lambda conninfo, scale: None,
+                               run=lambda conninfo, **kw: result)
+    ev = ManagedEvaluator(pick_server("postgres"), workload, scale=1, clients=1, duration=1,
+                          data_dir=shm_dir)
+    try:
+        assert ev.evaluate(TrialConfig(params={})).ok  # the golden copy, and a trial on it
+        calls = []
+
+        def interrupted(src, dst, *a, **kw):
+            calls.append(dst)
+            (Path(dst) / "half-copied").write_bytes(b"x" * 4096)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(golden, "copy_tree_fd", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            ev.evaluate(TrialConfig(params={}))
+        assert calls
+        assert not shm_dir.exists() or not list(shm_dir.iterdir())
+        assert not [r for r in registry.load_all() if str(shm_dir) in (r.data_dir, *r.remove)]
+        assert not processes_under(shm_dir)
+        check_data_dir(shm_dir)  # what `tune --resume` checks first
+    finally:
+        ev.close()
