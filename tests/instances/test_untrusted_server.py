@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pmem_advisor.engines.mysql.instance import INCLUDE_FILE as MYSQL_INCLUDE
+from pmem_advisor.engines.tarantool.instance import CONFIG_FILE as TARANTOOL_CONFIG
 from pmem_advisor.errors import AdvisorError
 from pmem_advisor.fileio import PlantedFile
 from pmem_advisor.instances import create_instance, privileges
@@ -101,8 +102,9 @@ except PermissionError:
     assert state(canary) == before
 
 
-INCLUDES = {"mariadb": MYSQL_INCLUDE}
-SETTING = {"pg-debian": "work_mem = '{}MB'\n", "mariadb": "[mysqld]\nsort_buffer_size = {}M\n"}
+INCLUDES = {"mariadb": MYSQL_INCLUDE, "tarantool": TARANTOOL_CONFIG}
+SETTING = {"pg-debian": "work_mem = '{}MB'\n", "mariadb": "[mysqld]\nsort_buffer_size = {}M\n",
+           "tarantool": "box.cfg{{readahead = {}*16320}}\n"}
 RENAME_RACE = r"""
 import os, sys, time
 target, canary, stop = sys.argv[1:4]
@@ -120,7 +122,19 @@ print(n)
 """
 
 
-@pytest.mark.parametrize("server", ["pg-debian", "mariadb"])
+def _instance(server: str):
+    if server == "tarantool":
+        from pmem_advisor.engines.tarantool.instance import TarantoolInstance, find_tarantool
+        from pmem_advisor.errors import EnvironmentProblem
+
+        try:
+            return TarantoolInstance(find_tarantool())
+        except EnvironmentProblem as e:
+            pytest.skip(f"no tarantool: {e.message}")
+    return create_instance(find_server(server))
+
+
+@pytest.mark.parametrize("server", ["pg-debian", "mariadb", "tarantool"])
 def test_a_link_renamed_over_the_include_file_never_gets_root_to_chown_its_target(
         as_server_user, canary, server):
     """Attack 2 of issue 50: the include is written, then (before) chowned by name in the
@@ -129,7 +143,7 @@ def test_a_link_renamed_over_the_include_file_never_gets_root_to_chown_its_targe
     does, root's file keeps owner, mode and content, and a refusal is a one-line PlantedFile."""
     before = state(canary)
     user = as_server_user
-    with create_instance(find_server(server)) as inst:
+    with _instance(server) as inst:
         inst.initialize()
         include = inst.data_dir / "pmem-advisor.conf" if server == "pg-debian" else \
             inst.home / INCLUDES[server]
