@@ -664,8 +664,9 @@ def planted(where: str, st: os.stat_result, expected: str) -> PlantedFile:
         else ""
     return PlantedFile(f"refusing to use {where}: it is {_kind(st)}{links} owned by "
                        f"{who(st.st_uid)}, not {expected}",
-                       hint="the server's user may have planted it: the instance is stopped "
-                            "and its files are kept for inspection")
+                       hint="a less-privileged user (a managed server's) may have planted "
+                            "it; nothing was done through it, and a managed instance is "
+                            "stopped with its files kept for inspection")
 
 
 def open_checked(dfd: int, name: str, where: str, *, directory: bool = False,

@@ -229,8 +229,9 @@ def test_a_ctrl_c_mid_restore_of_a_trial_leaves_the_data_dir_as_it_found_it(shm_
                              duration_s=1.0, workload="stub", clients=1, raw={})
     workload = SimpleNamespace(load=lambda conninfo, scale: None,
                                run=lambda conninfo, **kw: result)
+    data = shm_dir / "tuner-ctrl-c"  # (shm_dir is the module's: other tests leave theirs)
     ev = ManagedEvaluator(pick_server("postgres"), workload, scale=1, clients=1, duration=1,
-                          data_dir=shm_dir)
+                          data_dir=data)
     try:
         assert ev.evaluate(TrialConfig(params={})).ok  # the golden copy, and a trial on it
         calls = []
@@ -244,9 +245,9 @@ def test_a_ctrl_c_mid_restore_of_a_trial_leaves_the_data_dir_as_it_found_it(shm_
         with pytest.raises(KeyboardInterrupt):
             ev.evaluate(TrialConfig(params={}))
         assert calls
-        assert not shm_dir.exists() or not list(shm_dir.iterdir())
-        assert not [r for r in registry.load_all() if str(shm_dir) in (r.data_dir, *r.remove)]
-        assert not processes_under(shm_dir)
-        check_data_dir(shm_dir)  # what `tune --resume` checks first
+        assert not data.exists() or not list(data.iterdir())
+        assert not [r for r in registry.load_all() if str(data) in (r.data_dir, *r.remove)]
+        assert not processes_under(data)
+        check_data_dir(data)  # what `tune --resume` checks first
     finally:
         ev.close()
