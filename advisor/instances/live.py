@@ -8,6 +8,7 @@ import os
 import re
 
 from pmem_advisor.errors import EnvironmentProblem, UsageError
+from pmem_advisor.fileio import read_text_nofollow
 
 
 def read_server(dsn: str, engine: str) -> dict:
@@ -118,10 +119,10 @@ def _read_mysql(dsn: str) -> dict:
 
 def _pid_file(path: str) -> int | None:
     """The pid on the first line of a server's pid file (None when unreadable: another host)."""
+    # The server's user writes it: read without following a link or blocking on a FIFO
     try:
-        with open(path, encoding="utf-8") as f:
-            return int(f.readline().strip())
-    except (OSError, ValueError):
+        return int(read_text_nofollow(path, limit=4096).splitlines()[0].strip())
+    except (OSError, ValueError, IndexError, UsageError):
         return None
 
 
@@ -137,7 +138,7 @@ def server_binding(pid: int | None) -> tuple[tuple[int, ...] | None, list[int] |
 
     found = {}
     try:
-        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as f:  # by-name-safe: procfs
             for line in f:
                 key, _, value = line.partition(":")
                 if key in ("Cpus_allowed_list", "Mems_allowed_list"):
