@@ -18,8 +18,9 @@ with its provenance (server version and build, where the binary came from, the d
   ``--verbose --help`` to know which variables a config file may set.
 
 A version whose server cannot be reached here (no MySQL server installs on Debian; npm
-unreachable) is named, and its committed file is kept as it is: MySQL 8.0/8.4 and MariaDB 11.4
-are read from their reference material by ``knobs.manual_catalogs`` and say so in the file.
+unreachable) is named, and its committed file is kept as it is: MySQL 8.0/8.4 are read from
+the servers' own recorded output by ``knobs.recorded``, MariaDB 11.4 from its reference
+material by ``knobs.manual_catalogs``, and each says so in the file.
 
 These are facts, not judgement: ``catalog.load_catalog`` lays the hand-curated catalogs
 (safety class, reason, tuning ranges, manual page) over them, and a knob only the server
@@ -344,8 +345,10 @@ def targets(only: list[str] | None = None, *, fetch: bool = False) -> list:
         except EnvironmentProblem as e:
             print(f"skip {flavour} {version}: {e.message}; the committed "
                   f"{flavour}-{version}.json is kept"
-                  + (" (built from reference material by manual_catalogs)"
-                     if _read_from(flavour, version) == "manual" else ""), file=sys.stderr)
+                  + {"manual": " (built from reference material by manual_catalogs)",
+                     "recorded": " (built from the server's recorded output by "
+                                 "knobs.recorded)"}.get(_read_from(flavour, version) or "", ""),
+                  file=sys.stderr)
     return found
 
 

@@ -39,12 +39,15 @@ from pmem_advisor.fileio import write_file_safely
 from pmem_advisor.knobs.generate import FORMAT, OUT_DIR, SCHEMA, render
 
 RECORDED = Path(__file__).resolve().parent / "data" / "recorded"
-SECTIONS = ("options", "variables", "unlisted", "sys_vars", "sql_mode")
+SECTIONS = ("options", "variables", "unlisted", "sys_vars", "sql_mode", "deprecated")
 # The variables table prints these for a value that depends on the host or the build.
 _NO_DEFAULT = "(No default value)"
 _PLACEHOLDER = re.compile(r"^#+$|MYSQL_[A-Z]+DIR|MYSQLTEST_VARDIR")
 # "  --name=#", "  --name[=name]", "  -a, --ansi   text": an option head of the option list
-_HEAD = re.compile(r"^ (?:-[A-Za-z?#], )?--([a-z0-9][a-z0-9_-]*)(\[?=[#a-z]+\]?)?(?:\s|$)")
+# The text wraps with one leading space too, and cites options (" --plugin-load in an
+# incremental way"): a head ends the line, or has two spaces or one and a capital after it.
+_HEAD = re.compile(r"^ (?:-[A-Za-z?#], )?--([a-z0-9][a-z0-9-]*)(\[?=[#a-z]+\]?)?"
+                   r"(?: ?$|  | [A-Z(])")
 
 
 class RecordedError(ValueError):
@@ -129,6 +132,7 @@ def build(series: str, path: Path | None = None) -> dict:
     defaults = _variables(doc["variables"])
     sys_vars = {line.strip() for line in doc["sys_vars"]}
     sql_modes = [line.strip() for line in doc["sql_mode"]]
+    deprecated = {line.strip().replace("-", "_") for line in doc["deprecated"]}
     help_src = sources.get("options", {})
     knobs = []
     for name in sorted(set(forms) | set(defaults) | sys_vars):
@@ -141,6 +145,8 @@ def build(series: str, path: Path | None = None) -> dict:
                  "recorded: sys_vars test " + f"{name}_basic.result (type not recorded)"}
         if name == "sql_mode" and sql_modes:
             entry["members"] = sql_modes
+        if name in deprecated:  # the help says so; not since which release
+            entry["deprecated"] = f"{head['server_version']} or earlier"
         knobs.append(entry)
     version = head["server_version"]
     reference = (f"{help_src.get('path', '?')} of {help_src.get('repo', '?')} at "
@@ -165,21 +171,25 @@ def build(series: str, path: Path | None = None) -> dict:
 
 
 # -- making an extract from a source tree --------------------------------------------------
-def extract_help(text: str) -> tuple[list[str], list[str]]:
-    """(option lines, variables-table lines) of a mysqld--help result: each option head as
-    'name form', the table verbatim. The lines before the first option (the option-file
-    arguments --print-defaults ...) are no my.cnf settings and are left out."""
+def extract_help(text: str) -> tuple[list[str], list[str], list[str]]:
+    """(option lines, variables-table lines, deprecated names) of a mysqld--help result: each
+    option head as 'name form', the table verbatim, the options whose own text says
+    "deprecated". The lines before the first option (the option-file arguments
+    --print-defaults ...) are no my.cnf settings and are left out."""
     start = text.find("\nVariables (--variable-name=value)\n")
     if start < 0:
         raise RecordedError("no 'Variables (--variable-name=value)' table")
     options_part, table = text[:start], text[start:].split("\n")[2:]
     end = next((i for i, line in enumerate(table) if not line.strip()), len(table))
-    options = []
+    options, deprecated, current = [], [], None
     for line in options_part.split("\n"):
         m = _HEAD.match(line)
         if m:
-            options.append(f"{m.group(1)} {m.group(2) or ''}".rstrip())
-    return options, table[:end]
+            current = m.group(1)
+            options.append(f"{current} {m.group(2) or ''}".rstrip())
+        if current and "deprecated" in line.lower() and current not in deprecated:
+            deprecated.append(current)
+    return options, table[:end], deprecated
 
 
 def extract_sql_modes(source: str) -> list[str]:
@@ -219,12 +229,15 @@ def extract_main(argv: list[str]) -> int:
     ap.add_argument("--sys-vars-commit")
     ap.add_argument("--sys-vars-cc", type=Path)
     ap.add_argument("--sys-vars-cc-commit")
+    ap.add_argument("--deprecated-names", type=Path,
+                    help="the deprecated options, one a line, when the result has no text")
     ap.add_argument("--drop", nargs="*", default=[],
                     help="option names a fork added (not the release's own)")
     args = ap.parse_args(argv)
     today = datetime.date.today().isoformat()
     try:
-        options, table = extract_help(args.help_result.read_text(encoding="utf-8"))
+        options, table, deprecated = extract_help(
+            args.help_result.read_text(encoding="utf-8"))
         plugins = extract_plugins(args.help_inc.read_text(encoding="utf-8"))
         modes = (extract_sql_modes(args.sys_vars_cc.read_text(encoding="utf-8"))
                  if args.sys_vars_cc else [])
@@ -255,6 +268,11 @@ def extract_main(argv: list[str]) -> int:
                 *source("mysql-test/suite/sys_vars/r/*_basic.result", args.sys_vars_commit or "?",
                         "names under the @plugins prefixes, each also named inside its own file"),
                 *args.sys_vars_names.read_text(encoding="utf-8").split()]
+    if args.deprecated_names:  # a listing read without its text: the names written out
+        deprecated = args.deprecated_names.read_text(encoding="utf-8").split()
+    out += ["", "[deprecated]", *source("mysql-test/r/mysqld--help-notwin.result",
+                                        args.help_commit, "options whose own text says "
+                                        "they are deprecated"), *deprecated]
     if modes:
         out += ["", "[sql_mode]", *source("sql/sys_vars.cc", args.sys_vars_cc_commit or "?",
                                           "sql_mode_names[] less its NOT_USED* slots"), *modes]
