@@ -478,17 +478,20 @@ def build_catalog(spec: EngineSpec, flavour: str | None = None,
         elif name not in knobs:
             removed[name] = entry
             absent.pop(name, None)
+    unlisted = tuple(p.replace("-", "_") for p in meta.get("unlisted_prefixes", ()))
     if facts:
         for name, span in _generated_history(flavour).items():
-            if name not in knobs and name not in absent and name not in removed:
+            # another series' name this list lacks is gone, unless this list leaves its prefix
+            # out (MySQL 8.4's recorded listing has no InnoDB names, 8.0's sys_vars do)
+            if name not in knobs and name not in absent and name not in removed and not any(
+                    name == p or name.startswith(p + "_") for p in unlisted):
                 absent[name] = span
     ignored = frozenset(n for n in meta.get("ignored_options", ()) if n not in knobs)
     return Catalog(engine, flavour, raw["title"], version, knobs, absent, source,
                    complete=bool(meta.get("complete")), removed=removed, ignored=ignored,
                    removed_later=removed_later,
                    refused=frozenset(n for n in meta.get("refused", ()) if n not in knobs),
-                   unlisted_prefixes=tuple(p.replace("-", "_")
-                                           for p in meta.get("unlisted_prefixes", ())))
+                   unlisted_prefixes=unlisted)
 
 
 # -- the servers' own lists (data/generated) ---------------------------------------------------
