@@ -300,6 +300,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         path = args.out / f"mysql-{series}.json"
         old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        if old is not None and old.get("read_from") == "server":
+            print(f"{path.name}: read from a running server; kept", file=sys.stderr)
+            continue  # a server's own answer (knobs.generate, where one runs) beats its record
         same = old is not None and _undated(old) == _undated(doc)
         if args.check:
             print(f"{path.name}: {'up to date' if same else 'DIFFERS'}", file=sys.stderr)

@@ -97,6 +97,13 @@ def test_make_catalogs_check_round_trips(tmp_path):
     assert recorded.main(["--check", "--out", str(tmp_path)]) == 1
 
 
+def test_a_list_read_from_a_running_server_is_kept(tmp_path):
+    path = tmp_path / "mysql-8.4.json"
+    path.write_text(json.dumps({"read_from": "server", "knobs": []}))
+    assert recorded.main(["--out", str(tmp_path)]) == 0
+    assert json.loads(path.read_text())["read_from"] == "server"
+
+
 def test_a_broken_extract_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
     bad = tmp_path / "mysql-8.0.txt"
     bad.write_text("# server_version: 8.0.41\n[options]\nport =#\n")  # no variables table
