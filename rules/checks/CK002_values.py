@@ -189,10 +189,12 @@ class KnobValues(Check):
         nearest = cat.nearest(name)
         near = f" (nearest: {', '.join(nearest)})" if nearest else ""
         if cat.covers(name) and not (f.mysql and _loads_plugins(inp)):
+            # mysqld's own words for it: "unknown variable 'name=value'"
+            said = f" (unknown variable '{name}')" if f.mysql else ""
             return [self.finding(
-                "fail", name, f"{name}{at} is not a {title} parameter{near}: {server} "
-                "refuses to start on an unknown name (checked against "
-                f"{cat.generated_from})", "remove or correct the line")]
+                "fail", name, f"{name}{at} is not a {title} parameter{near}: "
+                f"{title if f.mysql else server} refuses to start on an unknown name{said} "
+                f"(checked against {cat.generated_from})", "remove or correct the line")]
         if cat.complete and not cat.covers(name):
             why = (f"the {title} list ({cat.generated_from}) leaves out the options of plugins "
                    "that may or may not be built, and this is one's prefix")
