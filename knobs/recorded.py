@@ -290,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 when a shipped file differs")
     args = ap.parse_args(argv)
+    if not series_here():  # e.g. an install whose package data left the .txt extracts out
+        print(f"error: no recorded extracts (mysql-<series>.txt) in {RECORDED}", file=sys.stderr)
+        return 2
     status = 0
     for series in series_here():
         try:

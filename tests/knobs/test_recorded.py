@@ -104,6 +104,12 @@ def test_a_list_read_from_a_running_server_is_kept(tmp_path):
     assert json.loads(path.read_text())["read_from"] == "server"
 
 
+def test_no_extracts_is_an_error_not_silence(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(recorded, "RECORDED", tmp_path)
+    assert recorded.main(["--check"]) == 2
+    assert "no recorded extracts" in capsys.readouterr().err
+
+
 def test_a_broken_extract_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
     bad = tmp_path / "mysql-8.0.txt"
     bad.write_text("# server_version: 8.0.41\n[options]\nport =#\n")  # no variables table
