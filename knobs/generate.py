@@ -114,9 +114,10 @@ def pg_rows(inst) -> list[tuple]:
 MY_QUERY = ("SELECT VARIABLE_NAME, VARIABLE_TYPE, NUMERIC_MIN_VALUE, NUMERIC_MAX_VALUE, "
             "ENUM_VALUE_LIST, READ_ONLY, DEFAULT_VALUE, VARIABLE_SCOPE, VARIABLE_COMMENT "
             "FROM information_schema.SYSTEM_VARIABLES ORDER BY VARIABLE_NAME")
-_HELP_VAR = re.compile(r"^([a-z0-9][a-z0-9_-]*)(?:[ \t].*)?$", re.M)  # the variables table
+# names may hold capitals (MariaDB's wsrep_OSU_method); SYSTEM_VARIABLES names are lowered
+_HELP_VAR = re.compile(r"^([a-z0-9][A-Za-z0-9_-]*)(?:[ \t].*)?$", re.M)  # the variables table
 # the option list above it: "  --port=#", "  -u, --user=name" (a short form first)
-_HELP_OPTION = re.compile(r"^\s+(?:-[A-Za-z?#], )?--([a-z0-9][a-z0-9_-]*)", re.M)
+_HELP_OPTION = re.compile(r"^\s+(?:-[A-Za-z?#], )?--([a-z0-9][A-Za-z0-9_-]*)", re.M)
 
 
 def my_settable(server: Path) -> set[str]:
@@ -128,7 +129,7 @@ def my_settable(server: Path) -> set[str]:
     table = text[text.find("\n-----", start) + 1:] if start >= 0 else text
     names = {m.group(1) for m in _HELP_VAR.finditer(table)}
     names |= set(_HELP_OPTION.findall(text[:start] if start >= 0 else ""))
-    return {n.replace("-", "_") for n in names}
+    return {n.replace("-", "_").lower() for n in names}
 
 
 _COMPAT = re.compile(r"'([a-z0-9_-]+)' was removed\. It does nothing now")

@@ -46,7 +46,7 @@ _PLACEHOLDER = re.compile(r"^#+$|MYSQL_[A-Z]+DIR|MYSQLTEST_VARDIR")
 # "  --name=#", "  --name[=name]", "  -a, --ansi   text": an option head of the option list
 # The text wraps with one leading space too, and cites options (" --plugin-load in an
 # incremental way"): a head ends the line, or has two spaces or one and a capital after it.
-_HEAD = re.compile(r"^ (?:-[A-Za-z?#], )?--([a-z0-9][a-z0-9-]*)(\[?=[#a-z]+\]?)?"
+_HEAD = re.compile(r"^ (?:-[A-Za-z?#], )?--([a-z0-9][A-Za-z0-9-]*)(\[?=[#a-z]+\]?)?"
                    r"(?: ?$|  | [A-Z(])")
 
 

@@ -182,3 +182,26 @@ def test_a_name_the_listing_leaves_out_is_only_reported():
     c = load_catalog("mysql", "mysql", "8.4")
     assert c.complete and c.covers("no_such_option") and not c.covers("innodb_foo")
     assert not c.covers("ssl_foo") and c.covers("sslx_foo") is True
+
+
+@pytest.mark.server
+def test_the_extractor_reads_a_live_servers_help_as_the_server_lists_it():
+    """MariaDB prints --verbose --help with the same my_getopt code as MySQL: squeezed as
+    mysqld--help.inc squeezes it, the extractor must find exactly the options the server's
+    own list (the catalog generator's reading of it) has, capitals included."""
+    import subprocess
+
+    from pmem_advisor.knobs import generate
+    from tests.knobs.test_catalog_sources import _server
+
+    binary = _server("mysql", "mariadb", "10.11")
+    text = subprocess.run([str(binary.server), "--no-defaults", "--verbose", "--help"],
+                          capture_output=True, text=True, timeout=120, cwd="/").stdout
+    lines = [line for line in text.split("\n") if not re.match(r"^[\- ]+\s?$", line)
+             and "Value (after reading options)" not in line]
+    squeezed = "\n".join(re.sub(r"[ ]+", " ", line, count=1) for line in lines)
+    options, table, _ = recorded.extract_help(squeezed)
+    names = {o.split()[0] for o in options} | {t.split(" ")[0] for t in table if t.strip()}
+    names = {n.replace("-", "_").lower() for n in names}
+    assert names == generate.my_settable(binary.server)
+    assert "wsrep_osu_method" in names  # a name with capitals (wsrep_OSU_method)
