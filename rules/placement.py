@@ -291,7 +291,7 @@ def _time_buffered(path: str, size: int = 8 << 20, count: int = 2000
     return r, w, 4096 / max(r, w)
 
 
-def server_can_write(path: str, pid: int | None) -> None:
+def server_can_write(path: str, pid: int | None, *, tablespace: str | None = None) -> None:
     """The fast path must be a directory on this host owned by the server's OS user
     (PostgreSQL's CREATE TABLESPACE demands its owner); one-line UsageError otherwise."""
     if pid is None:
@@ -316,7 +316,7 @@ def server_can_write(path: str, pid: int | None) -> None:
         raise UsageError(f"--fast {path} belongs to {who(st.st_uid)}, not to the server's user "
                          f"{who(uid)}: the server cannot make it a tablespace",
                          hint=f"chown {who(uid)} {path}")
-    if os.listdir(path):
+    if tablespace is None and os.listdir(path):  # a tablespace there already: reused
         raise UsageError(f"--fast {path} is not empty: CREATE TABLESPACE needs an empty "
                          "directory (give a new subdirectory)")
 
@@ -374,15 +374,17 @@ def plan(dsn: str, fast_arg: str, *, slow_path: str | None = None, interval: flo
     fast_path, size = parse_fast(fast_arg)
     fast_path = os.path.abspath(fast_path)
     server = read_server(dsn, "postgres")
-    server_can_write(fast_path, server["pid"])
     try:
         with psycopg.connect(dsn, connect_timeout=5, autocommit=True) as conn:
+            existing = conn.execute("SELECT spcname FROM pg_tablespace WHERE "
+                                    "pg_tablespace_location(oid) = %s", (fast_path,)).fetchone()
+            # before the window: a bad path must not cost the user the interval first
+            server_can_write(fast_path, server["pid"],
+                             tablespace=existing[0] if existing else None)
             first = pg_snapshot(conn)
             if interval:
                 sleep(interval)
                 second = pg_snapshot(conn)
-            existing = conn.execute("SELECT spcname FROM pg_tablespace WHERE "
-                                    "pg_tablespace_location(oid) = %s", (fast_path,)).fetchone()
     except psycopg.Error as e:
         raise EnvironmentProblem(f"cannot read the statistics at {redact_dsn(dsn)}: "
                                  f"{scrub(str(e).strip().splitlines()[0], dsn)}") from None

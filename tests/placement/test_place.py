@@ -135,3 +135,9 @@ def test_interval_plan_puts_the_hot_table_on_the_fast_tier_and_apply_moves_it(
     assert where["cold"] == "pg_default"
     assert pg.query("SELECT pg_tablespace_location(oid) FROM pg_tablespace WHERE spcname = "
                     "'pmem_fast'")[0][0] == str(fast_dir)
+
+    # planned again on the same tier: the tablespace is reused, nothing left to move
+    code, out, err = run_cli("place", "postgres", "--dsn", _dsn(pg), "--fast",
+                             f"{fast_dir}:{cap}", "--allow-unsafe", "--format", "sql")
+    assert code == 0, err
+    assert "CREATE TABLESPACE" not in out and "ALTER TABLE public.hot" not in out
