@@ -95,6 +95,9 @@ _help.register(app)
 from pmem_advisor.cli import completion as _completion  # noqa: E402
 
 _completion.register(app)
+from pmem_advisor.cli import place as _place  # noqa: E402
+
+_place.register(app)
 # -- command registrations end --
 
 
