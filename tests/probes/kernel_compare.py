@@ -170,3 +170,39 @@ def compare_mounts(mounts: list[dict], proc_mounts: str) -> list[str]:
     if sorted(have) != sorted(want):
         bad.append(f"DAX mounts: probe {have}, /proc/mounts {want}")
     return bad
+
+
+def _cxl_memdevs(node, out: dict) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _cxl_memdevs(item, out)
+    elif isinstance(node, dict):
+        if "memdev" in node and isinstance(node["memdev"], str):
+            out[node["memdev"]] = node
+        for value in node.values():
+            if isinstance(value, (list, dict)):
+                _cxl_memdevs(value, out)
+
+
+def compare_cxl(cxl: dict, cxl_list_text: str) -> list[str]:
+    """``cxl list -M -D -R -E -P`` memdevs (names, pmem/ram size, serial, host) and regions."""
+    tool: dict[str, dict] = {}
+    _cxl_memdevs(json.loads(cxl_list_text) if cxl_list_text.strip() else [], tool)
+    ours = {m["name"]: m for m in cxl["memdevs"]}
+    bad = []
+    if sorted(ours) != sorted(tool):
+        bad.append(f"memdevs: probe {sorted(ours)}, cxl {sorted(tool)}")
+    for name, t in tool.items():
+        o = ours.get(name, {})
+        for ours_key, key in (("pmem_bytes", "pmem_size"), ("ram_bytes", "ram_size")):
+            if o.get(ours_key) != t.get(key):  # cxl list omits an absent partition
+                bad.append(f"{name}.{key}: probe {o.get(ours_key)!r}, cxl {t.get(key)!r}")
+        if "serial" in t and int(o.get("serial") or "-1", 16) != t["serial"]:
+            bad.append(f"{name}.serial: probe {o.get('serial')!r}, cxl {t['serial']!r}")
+        if "host" in t and o.get("host") != t["host"]:
+            bad.append(f"{name}.host: probe {o.get('host')!r}, cxl {t['host']!r}")
+    text = cxl_list_text
+    tool_regions = sorted(set(re.findall(r'"region":"(region\d+)"', text.replace(" ", ""))))
+    if sorted(r["name"] for r in cxl["regions"]) != tool_regions:
+        bad.append(f"regions: probe {[r['name'] for r in cxl['regions']]}, cxl {tool_regions}")
+    return bad

@@ -21,7 +21,8 @@ from pmem_advisor.probes.snapshot import open_snapshot
 from tests.probes import kernel_compare as kc
 
 FIXTURES = Path(__file__).parent / "fixtures"
-KERNEL = sorted(p.name for p in FIXTURES.glob("kernel-6.1-*") if (p / "snapshot.tar.gz").exists())
+# The NVDIMM topologies (an ACPI NFIT with regions); kernel-6.1-cxl has only a CXL memdev.
+KERNEL = ["kernel-6.1-nvdimm2", "kernel-6.1-numa2", "kernel-6.1-kmem"]
 
 
 def _read(name: str, file: str) -> str:
@@ -43,7 +44,8 @@ def _profile(name: str, cache: dict) -> dict:
 
 def test_fixtures_present():
     """One snapshot per topology the guest brings up (docs/kernel.md says which)."""
-    assert {"kernel-6.1-nvdimm2", "kernel-6.1-numa2", "kernel-6.1-kmem"} <= set(KERNEL)
+    for name in [*KERNEL, "kernel-6.1-cxl"]:
+        assert (FIXTURES / name / "snapshot.tar.gz").is_file(), name
 
 
 @pytest.mark.parametrize("name", KERNEL)
@@ -97,3 +99,12 @@ def test_kmem_node_is_cpu_less(profiles):
     assert node1["has_cpu"] is False and node1["memory_bytes"] > 0
     dax = json.loads(_read("kernel-6.1-kmem", "daxctl-list.json"))
     assert any(d.get("mode") == "system-ram" for d in dax)
+
+
+def test_cxl_matches_cxl_list(profiles):
+    """Topology 4: the type-3 memdev as cxl list reports it (pmem only on QEMU 7.2; no region
+    was created, so none on either side)."""
+    profile = _profile("kernel-6.1-cxl", profiles)
+    assert profile["cxl"]["memdevs"], "the capture saw no CXL memdev"
+    assert kc.compare_cxl(profile["cxl"], _read("kernel-6.1-cxl", "cxl-list.json")) == []
+    assert kc.compare_numa(profile["numa"], _read("kernel-6.1-cxl", "numactl-H.txt")) == []
