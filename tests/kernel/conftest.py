@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "qemu_guest.py"
 def _load():
     spec = importlib.util.spec_from_file_location("qemu_guest", SCRIPT)
     module = importlib.util.module_from_spec(spec)
+    sys.modules["qemu_guest"] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
