@@ -115,6 +115,12 @@ bench-real-target: install
 	$(PY) -m benchmarks.real_target $(SCENARIO) --results bench-out/results.json \
 	  --out bench-out/real-target-$(SCENARIO).json $(REAL_TARGET_ARGS)
 
+# A real kernel under the probe: Debian's 6.1 in QEMU (TCG) with emulated NVDIMMs, NUMA, KMEM
+# and CXL (docs/kernel.md); installs qemu-system-x86 and linux-image-amd64 as root when missing.
+.PHONY: test-kernel
+test-kernel: install
+	$(PY) -m pytest -m kernel tests/kernel $(PYTEST_ARGS)
+
 bench-probe: install
 	$(PY) -m benchmarks.probe_bandwidth
 
