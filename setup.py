@@ -21,7 +21,7 @@ ROOTS = {
 }
 
 
-DATA_SUFFIXES = (".yaml", ".yml", ".json", ".lua", ".sql", ".c", ".h", ".html", ".md")
+DATA_SUFFIXES = (".yaml", ".yml", ".json", ".lua", ".sql", ".c", ".h", ".html", ".md", ".txt")
 
 
 def _packages():

@@ -190,22 +190,27 @@ def fstat_owned(fd: int, what: str, *, owners: tuple[int, ...] | None = None) ->
 
 # -- writing ------------------------------------------------------------------------------------
 def write_file_safely(path: str | Path, data: str | bytes, *, backup: bool = True,
-                      mode: int = 0o644) -> Path | None:
+                      mode: int = 0o644, owner: tuple[int, int] | None = None) -> Path | None:
     """Write ``data`` to ``path`` atomically; returns the backup kept of the old content.
 
     A new file gets ``mode``; a replaced file keeps its old mode (and, when we are root, its
-    owner: a config owned by the server user stays readable by it). ``backup=False`` is for
-    files only the tool reads (records, caches): their old content is not worth keeping.
+    owner: a config owned by the server user stays readable by it). ``owner`` (uid, gid),
+    when root, is given to the new file by ``fchown`` on its descriptor before it is renamed
+    into place, with ``mode``: ownership at creation, never a chown by name afterwards (in a
+    directory the server's user writes, that name could be a link to /etc/shadow by then).
+    ``backup=False`` is for files only the tool reads (records, caches): their old content is
+    not worth keeping.
     """
     path = Path(os.path.abspath(path))
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     with held_parent(path) as (dfd, name):
         try:
-            old = _existing(dfd, name, path)
-            if old is not None and _same_content(dfd, name, raw):
+            old = _existing(dfd, name, path, planted_check=owner is not None)
+            if old is not None and _same_content(dfd, name, raw) and (
+                    owner is None or os.geteuid() != 0 or (old.st_uid, old.st_gid) == owner):
                 return None
             kept = _keep_backup(dfd, name, path) if (backup and old is not None) else None
-            _replace(dfd, name, raw, old, mode)
+            _replace(dfd, name, raw, None if owner else old, mode, owner)
             return kept
         except OSError as e:
             raise as_error(e, path) from None
@@ -216,11 +221,16 @@ def write_keeping_backup(path: str | Path, data: str | bytes) -> Path | None:
     return write_file_safely(path, data)
 
 
-def _existing(dfd: int, name: str, path: Path) -> os.stat_result | None:
+def _existing(dfd: int, name: str, path: Path, *, planted_check: bool = False
+              ) -> os.stat_result | None:
     try:
         st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
     except FileNotFoundError:
         return None
+    if planted_check and not stat.S_ISREG(st.st_mode):
+        # a file root writes for a less-privileged user, in that user's tree: anything but a
+        # regular file there was planted (the rename replaces it; we refuse to go on)
+        raise planted(str(path), st, "a regular file")
     if stat.S_ISLNK(st.st_mode):
         raise UsageError(f"refusing to write {path}: it is a symbolic link",
                          hint="remove the link or give the real path")
@@ -306,13 +316,18 @@ def create_exclusive(dfd: int, prefix: str, suffix: str = "", mode: int = 0o600
     raise OSError(errno.EEXIST, "no free temporary name", prefix)
 
 
-def _replace(dfd: int, name: str, raw: bytes, old: os.stat_result | None, mode: int) -> None:
+def _replace(dfd: int, name: str, raw: bytes, old: os.stat_result | None, mode: int,
+             owner: tuple[int, int] | None = None) -> None:
     fd, tmp = create_exclusive(dfd, f".{name}.", ".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
             f.flush()
-            if old is not None:
+            if owner is not None:
+                if os.geteuid() == 0:
+                    os.fchown(f.fileno(), *owner)
+                os.fchmod(f.fileno(), mode)
+            elif old is not None:
                 os.fchmod(f.fileno(), stat.S_IMODE(old.st_mode))
                 if os.geteuid() == 0:
                     os.fchown(f.fileno(), old.st_uid, old.st_gid)
@@ -618,3 +633,296 @@ def why_untrusted_tree(root: str | Path) -> str | None:
             if not stat.S_ISLNK(st.st_mode) and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
                 return f"{p} is writable by group or others"
     return None
+
+
+# -- acting inside a tree a less-privileged user writes -----------------------------------------
+# A managed server runs as its own user and owns its home and data directories; a SQL client,
+# an extension or a bug can make it do anything that user may. So inside such a tree root acts
+# only through descriptors it opened itself, relative to a held directory descriptor, with
+# O_NOFOLLOW, and checks type and owner with fstat on what it opened: ownership is given at
+# creation (mkdirat + fchown/fchmod on the new directory, write_file_safely(owner=) for files)
+# or by fchown on a checked descriptor, never by a chown/chmod/open of a name afterwards.
+class PlantedFile(UntrustedPath):
+    """Where root expects its own file or directory: a link, a FIFO, a device, a hard link
+    or a file another user owns. One line naming the path and its owner (exit 3)."""
+
+
+def _kind(st: os.stat_result) -> str:
+    m = st.st_mode
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISREG, "a regular file")):
+        if test(m):
+            return name
+    return "an unknown kind of file"
+
+
+def planted(where: str, st: os.stat_result, expected: str) -> PlantedFile:
+    """The refusal for ``where`` found as ``st`` where root expected ``expected``."""
+    links = f" with {st.st_nlink} hard links" if stat.S_ISREG(st.st_mode) and st.st_nlink > 1 \
+        else ""
+    return PlantedFile(f"refusing to use {where}: it is {_kind(st)}{links} owned by "
+                       f"{who(st.st_uid)}, not {expected}",
+                       hint="a less-privileged user (a managed server's) may have planted "
+                            "it; nothing was done through it, and a managed instance is "
+                            "stopped with its files kept for inspection")
+
+
+def open_checked(dfd: int, name: str, where: str, *, directory: bool = False,
+                 owners: tuple[int, ...] = (), flags: int = os.O_RDONLY) -> int:
+    """Open ``name`` relative to the held ``dfd`` without following a link or blocking on a
+    FIFO, and return the descriptor after ``fstat`` shows what root expects: a directory (or
+    a regular file with one link: a second name may be another user's hard link to
+    /etc/shadow), owned by root, us or one of ``owners``. Anything else is PlantedFile
+    (FileNotFoundError passes through)."""
+    base = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        fd = os.open(name, (flags | base | os.O_DIRECTORY) if directory else (flags | base),
+                     dir_fd=dfd)
+    except OSError as e:
+        if e.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO, errno.EISDIR):
+            raise
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        raise planted(where, st, "a directory" if directory else "a regular file") from None
+    try:
+        st = os.fstat(fd)
+        ok_type = stat.S_ISDIR(st.st_mode) if directory else (
+            stat.S_ISREG(st.st_mode) and st.st_nlink == 1)
+        if not ok_type or st.st_uid not in (0, os.geteuid(), *owners):
+            mine = "a directory" if directory else "a regular file with one name"
+            raise planted(where, st, f"{mine} owned by " + " or ".join(
+                who(u) for u in dict.fromkeys((0, os.geteuid(), *owners))))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def make_owned_dir(dfd: int, name: str, owner: tuple[int, int] | None, mode: int,
+                   where: str = "") -> int:
+    """``mkdirat`` ``name`` in the held ``dfd`` and give it to ``owner`` (uid, gid; None: keep
+    it ours) with ``mode``, by ``fchown``/``fchmod`` on the descriptor of what we made (checked
+    to be it: a directory of ours, swapped for nothing). Returns that descriptor.
+    FileExistsError when the name is taken: never adopted, never chmod-ed."""
+    os.mkdir(name, 0o700, dir_fd=dfd)
+    fd = open_checked(dfd, name, where or name, directory=True, owners=())
+    try:
+        if os.fstat(fd).st_uid != os.geteuid():
+            raise planted(where or name, os.fstat(fd), f"the directory {_me()} made")
+        if owner is not None and os.geteuid() == 0:
+            os.fchown(fd, *owner)
+        os.fchmod(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def hand_over_dir(path: str | Path, owner: tuple[int, int] | None, mode: int, *,
+                  any_owner: bool = False) -> None:
+    """Give the existing directory ``path`` (ours, or already ``owner``'s) to ``owner`` with
+    ``mode``: its parent walked by :func:`open_dir` (no link another user owns is followed),
+    the directory opened ``O_NOFOLLOW`` relative to it and changed by ``fchown``/``fchmod``
+    on that descriptor. A link, a non-directory or another user's directory there is
+    PlantedFile, and nothing is changed. ``any_owner``: a directory the caller named itself
+    (``--data-dir``), which may be a third user's, is given over whoever owns it."""
+    path = Path(os.path.abspath(path))
+    owners = (owner[0],) if owner else ()
+    with held_parent(path, "hand over") as (pfd, name):
+        if any_owner:
+            with contextlib.suppress(FileNotFoundError):
+                owners += (os.stat(name, dir_fd=pfd, follow_symlinks=False).st_uid,)
+        fd = open_checked(pfd, name, str(path), directory=True, owners=owners)
+    try:
+        if owner is not None and os.geteuid() == 0:
+            os.fchown(fd, *owner)
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def chown_tree_fd(path: str | Path, owner: tuple[int, int]) -> None:
+    """Give the tree at ``path`` (which root filled, or the owner's) to ``owner``: walked with a
+    held directory descriptor, each entry opened ``O_NOFOLLOW`` relative to it and changed
+    by ``fchown`` on what was opened. Symbolic links are left as they are (their owner
+    decides nothing outside sticky directories, and an lchown by name could land on a file
+    swapped in); a FIFO, device, socket, hard-linked file or another user's entry is
+    PlantedFile. A directory swapped for a link mid-walk is refused, never followed."""
+    if os.geteuid() != 0:
+        return
+    path = Path(os.path.abspath(path))
+    with held_parent(path, "hand over") as (pfd, name):
+        fd = open_checked(pfd, name, str(path), directory=True, owners=(owner[0],))
+    try:
+        _chown_walk(fd, str(path), owner)
+    finally:
+        os.close(fd)
+
+
+def _chown_walk(fd: int, where: str, owner: tuple[int, int]) -> None:
+    os.fchown(fd, *owner)
+    with os.scandir(fd) as it:
+        names = [e.name for e in it]
+    for name in names:
+        here = os.path.join(where, name)
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            continue
+        child = open_checked(fd, name, here, directory=stat.S_ISDIR(st.st_mode),
+                             owners=(owner[0],))
+        try:
+            if stat.S_ISDIR(st.st_mode):
+                _chown_walk(child, here, owner)
+            else:
+                os.fchown(child, *owner)
+        finally:
+            os.close(child)
+
+
+def read_at(dfd: int, name: str, where: str, limit: int = 1 << 20, *,
+            owners: tuple[int, ...] = ()) -> str:
+    """At most ``limit`` bytes of the regular file ``name`` in the held ``dfd`` (opened as
+    :func:`open_checked`: a FIFO cannot block root, a link cannot lead it to /etc/shadow)."""
+    fd = open_checked(dfd, name, where, owners=owners)
+    with os.fdopen(fd, "rb") as f:
+        return f.read(limit).decode("utf-8", "replace")
+
+
+# -- logs the server cannot redirect -------------------------------------------------------------
+class HeldLog:
+    """A log file in a directory only we write (mode 0700, beside the tree the server owns),
+    created ``O_EXCL|O_NOFOLLOW`` and held open: every tool and server start gets a duplicate
+    of this descriptor as its stdout, and what is read back into messages is read from it by
+    ``pread``, bounded. No name is opened again, so nothing the server's user plants (a
+    ``server.log -> /etc/passwd`` link) is ever opened by root."""
+
+    MAX_READ = 1 << 20
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.fd = fd
+        self.path = path
+
+    @classmethod
+    def create(cls, dfd: int, name: str, path: Path) -> HeldLog:
+        fd = os.open(name, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+        return cls(fd, path)
+
+    def size(self) -> int:
+        return os.fstat(self.fd).st_size
+
+    def write(self, data: bytes) -> None:
+        os.write(self.fd, data)
+
+    def read_since(self, offset: int, limit: int = MAX_READ) -> str:
+        """What was logged from ``offset`` on; its last ``limit`` bytes when more."""
+        end = self.size()
+        start = max(offset, end - limit)
+        return os.pread(self.fd, max(0, end - start), start).decode("utf-8", "replace")
+
+    def tail(self, lines: int = 40) -> str:
+        text = self.read_since(max(0, self.size() - 200 * lines - 4096))
+        return "\n".join(text.splitlines()[-lines:])
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+
+
+# -- copying a tree another user writes ----------------------------------------------------------
+def copy_tree_fd(src: str | Path, dst: str | Path, owner: tuple[int, int] | None,
+                 src_owners: tuple[int, ...] = ()) -> int:
+    """Copy the contents of the directory ``src`` into the existing directory ``dst`` (a golden
+    copy of a server's data directory, or its restore): both walked with held descriptors,
+    every source entry opened ``O_NOFOLLOW`` and checked by ``fstat`` (a directory, or a
+    regular file with one name, owned by root, us or ``src_owners``), every new entry made
+    ``O_CREAT|O_EXCL|O_NOFOLLOW``/``mkdirat`` relative to the held destination and given
+    ``owner``, its mode and times by descriptor. Symbolic links are copied as links (their
+    target text, never followed); a FIFO, device, socket or hard link is PlantedFile, and so
+    is a directory swapped for a link mid-walk. Data moves by ``copy_file_range`` (a
+    reflink where the filesystem shares extents). Returns the bytes copied."""
+    src, dst = Path(os.path.abspath(src)), Path(os.path.abspath(dst))
+    with held_dir(src) as sfd, held_dir(dst) as dfd:
+        fstat_owned(sfd, str(src), owners=(0, os.geteuid(), *src_owners))
+        return _copy_walk(sfd, dfd, str(src), owner, src_owners)
+
+
+def _copy_walk(sfd: int, dfd: int, where: str, owner: tuple[int, int] | None,
+               src_owners: tuple[int, ...]) -> int:
+    total = 0
+    with os.scandir(sfd) as it:
+        names = sorted(e.name for e in it)
+    for name in names:
+        here = os.path.join(where, name)
+        try:
+            st = os.stat(name, dir_fd=sfd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            try:
+                target = os.readlink(name, dir_fd=sfd)
+            except OSError as e:  # no longer a link: swapped while we looked
+                if e.errno != errno.EINVAL:
+                    raise
+                raise planted(here, os.stat(name, dir_fd=sfd, follow_symlinks=False),
+                              "the symbolic link it was a moment before") from None
+            os.symlink(target, name, dir_fd=dfd)
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            s = open_checked(sfd, name, here, directory=True, owners=src_owners)
+            try:
+                d = make_owned_dir(dfd, name, None, 0o700, here)
+                try:
+                    total += _copy_walk(s, d, here, owner, src_owners)
+                    _give(d, os.fstat(s), owner)
+                finally:
+                    os.close(d)
+            finally:
+                os.close(s)
+            continue
+        s = open_checked(sfd, name, here, owners=src_owners)  # refuses FIFOs, devices, links
+        try:
+            d = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                        0o600, dir_fd=dfd)
+            try:
+                total += _copy_data(s, d, os.fstat(s).st_size)
+                _give(d, os.fstat(s), owner)
+            finally:
+                os.close(d)
+        finally:
+            os.close(s)
+    return total
+
+
+def _copy_data(s: int, d: int, size: int) -> int:
+    done = 0
+    try:
+        while done < size:
+            n = os.copy_file_range(s, d, size - done)
+            if n == 0:
+                break
+            done += n
+        return done
+    except OSError as e:
+        if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+            raise
+    os.lseek(s, done, os.SEEK_SET)
+    os.lseek(d, done, os.SEEK_SET)
+    while chunk := os.read(s, 1 << 20):
+        os.write(d, chunk)
+        done += len(chunk)
+    return done
+
+
+def _give(fd: int, like: os.stat_result, owner: tuple[int, int] | None) -> None:
+    """The copy at ``fd`` gets ``owner`` and the source's mode and times, by descriptor."""
+    if owner is not None and os.geteuid() == 0:
+        os.fchown(fd, *owner)
+    os.fchmod(fd, stat.S_IMODE(like.st_mode))
+    os.utime(fd, ns=(like.st_atime_ns, like.st_mtime_ns))

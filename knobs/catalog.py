@@ -93,6 +93,9 @@ class Knob:
     build_values: tuple[str, ...] = ()  # enum values that need a server build option
     auto_values: tuple = ()  # values the server replaces by a derived one (wal_buffers=-1)
     aliases: tuple[tuple[str, str], ...] = ()  # enum spelling -> what the server reports
+    # a SET's words (MySQL sql_mode, from the server's own sql_mode_names[]): each
+    # comma-separated word must be one of them, or mysqld refuses the value
+    members: tuple[str, ...] = ()
     config_file: bool = True  # False: set by initdb/compile, not in the config file
     init_option: str | None = None
     notes: tuple[str, ...] = field(default=())
@@ -120,9 +123,22 @@ class Knob:
         if self.type in ("path", "string"):
             if has_control_chars(text):
                 raise UsageError(f"{self.name}: value contains a control character (newline?)")
+            if self.members:
+                self._check_members(text)
             return text
         value = self._parse_number(text)
         return self._check_range(value) if check_range else value
+
+    def _check_members(self, text: str) -> None:
+        """Each word of a SET value is one the server has (case-insensitive, as mysqld's
+        find_typeset reads it); a number is the server's own bit mask, left to it."""
+        if text.isdigit():
+            return
+        known = {m.upper() for m in self.members}
+        bad = [w.strip() for w in text.split(",") if w.strip() and w.strip().upper() not in known]
+        if bad:
+            raise UsageError(f"{self.name}: {', '.join(bad)} is not a {self.name} word this "
+                             f"version accepts (it has: {', '.join(self.members)})")
 
     def _parse_bool(self, text: str) -> bool:
         low = text.lower()
@@ -195,6 +211,8 @@ class Knob:
             return "one of " + ", ".join(self.values)
         if self.type == "bool":
             return "on or off"
+        if self.members:
+            return "a comma-separated list of " + ", ".join(self.members)
         if self.type not in NUMERIC:
             return "any text without control characters"
         lo = "-inf" if self.min is None else self._fmt(self.min)
@@ -294,6 +312,17 @@ class Catalog:
     removed_later: dict[str, dict] = field(default_factory=dict)  # valid here, removed later
     # names a partial list was checked not to have (the server refuses them)
     refused: frozenset[str] = frozenset()
+    # a recorded list's gaps: option prefixes its source leaves out (plugins that may or may
+    # not be built, mysqld--help.inc's @plugins), under which a missing name is not refused
+    unlisted_prefixes: tuple[str, ...] = ()
+
+    def covers(self, name: str) -> bool:
+        """Whether this catalog's list decides ``name``: complete, and the name outside the
+        prefixes its source leaves out. A name it covers and lacks is one the server refuses;
+        one it does not cover may only be reported."""
+        key = normalize_name(self.engine, name)
+        return self.complete and not any(
+            key == p or key.startswith(p + "_") for p in self.unlisted_prefixes)
 
     def removal_ahead(self, name: str) -> dict | None:
         """The curated removal of a knob this version still has (an upgrade will refuse it)."""
@@ -449,15 +478,20 @@ def build_catalog(spec: EngineSpec, flavour: str | None = None,
         elif name not in knobs:
             removed[name] = entry
             absent.pop(name, None)
+    unlisted = tuple(p.replace("-", "_") for p in meta.get("unlisted_prefixes", ()))
     if facts:
         for name, span in _generated_history(flavour).items():
-            if name not in knobs and name not in absent and name not in removed:
+            # another series' name this list lacks is gone, unless this list leaves its prefix
+            # out (MySQL 8.4's recorded listing has no InnoDB names, 8.0's sys_vars do)
+            if name not in knobs and name not in absent and name not in removed and not any(
+                    name == p or name.startswith(p + "_") for p in unlisted):
                 absent[name] = span
     ignored = frozenset(n for n in meta.get("ignored_options", ()) if n not in knobs)
     return Catalog(engine, flavour, raw["title"], version, knobs, absent, source,
                    complete=bool(meta.get("complete")), removed=removed, ignored=ignored,
                    removed_later=removed_later,
-                   refused=frozenset(n for n in meta.get("refused", ()) if n not in knobs))
+                   refused=frozenset(n for n in meta.get("refused", ()) if n not in knobs),
+                   unlisted_prefixes=unlisted)
 
 
 # -- the servers' own lists (data/generated) ---------------------------------------------------
@@ -508,6 +542,9 @@ def _generated_for(flavour: str, version: str) -> tuple[dict[str, dict], str | N
 def _provenance(flavour: str, doc: dict) -> str:
     """'pg_settings of PostgreSQL 18.6'; a list read from reference material says so."""
     version = doc["server_version"].split("-")[0]
+    if doc.get("read_from") == "recorded":
+        return (f"MySQL {version}'s own mysqld --verbose --help as its source records it "
+                f"({doc.get('reference', 'mysql-test')})")
     if doc.get("read_from") == "manual":
         return (f"reference material of {_title(flavour)} {version} (read from a manual, "
                 f"not from a server{'' if doc.get('complete') else '; a partial list'})")
@@ -554,6 +591,9 @@ def _generated_knob(flavour: str, fact: dict, source: str, version: str) -> Knob
         config_file=fact.get("config_file", True),
         init_option=None if fact.get("config_file", True) else "cannot be set in a config file",
         curated=False, source=source, deprecated=fact.get("deprecated"),
+        # MySQL's members come from the recorded sql_mode_names[] (a plain SET); MariaDB's
+        # server lists also hold FLAGSET words (optimizer_switch), which read as key=value
+        members=tuple(fact.get("members") or ()) if flavour == "mysql" else (),
     )
     default = fact.get("default")
     if default is not None:

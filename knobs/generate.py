@@ -18,8 +18,9 @@ with its provenance (server version and build, where the binary came from, the d
   ``--verbose --help`` to know which variables a config file may set.
 
 A version whose server cannot be reached here (no MySQL server installs on Debian; npm
-unreachable) is named, and its committed file is kept as it is: MySQL 8.0/8.4 and MariaDB 11.4
-are read from their reference material by ``knobs.manual_catalogs`` and say so in the file.
+unreachable) is named, and its committed file is kept as it is: MySQL 8.0/8.4 are read from
+the servers' own recorded output by ``knobs.recorded``, MariaDB 11.4 from its reference
+material by ``knobs.manual_catalogs``, and each says so in the file.
 
 These are facts, not judgement: ``catalog.load_catalog`` lays the hand-curated catalogs
 (safety class, reason, tuning ranges, manual page) over them, and a knob only the server
@@ -113,9 +114,10 @@ def pg_rows(inst) -> list[tuple]:
 MY_QUERY = ("SELECT VARIABLE_NAME, VARIABLE_TYPE, NUMERIC_MIN_VALUE, NUMERIC_MAX_VALUE, "
             "ENUM_VALUE_LIST, READ_ONLY, DEFAULT_VALUE, VARIABLE_SCOPE, VARIABLE_COMMENT "
             "FROM information_schema.SYSTEM_VARIABLES ORDER BY VARIABLE_NAME")
-_HELP_VAR = re.compile(r"^([a-z0-9][a-z0-9_-]*)(?:[ \t].*)?$", re.M)  # the variables table
+# names may hold capitals (MariaDB's wsrep_OSU_method); SYSTEM_VARIABLES names are lowered
+_HELP_VAR = re.compile(r"^([a-z0-9][A-Za-z0-9_-]*)(?:[ \t].*)?$", re.M)  # the variables table
 # the option list above it: "  --port=#", "  -u, --user=name" (a short form first)
-_HELP_OPTION = re.compile(r"^\s+(?:-[A-Za-z?#], )?--([a-z0-9][a-z0-9_-]*)", re.M)
+_HELP_OPTION = re.compile(r"^\s+(?:-[A-Za-z?#], )?--([a-z0-9][A-Za-z0-9_-]*)", re.M)
 
 
 def my_settable(server: Path) -> set[str]:
@@ -127,7 +129,7 @@ def my_settable(server: Path) -> set[str]:
     table = text[text.find("\n-----", start) + 1:] if start >= 0 else text
     names = {m.group(1) for m in _HELP_VAR.finditer(table)}
     names |= set(_HELP_OPTION.findall(text[:start] if start >= 0 else ""))
-    return {n.replace("-", "_") for n in names}
+    return {n.replace("-", "_").lower() for n in names}
 
 
 _COMPAT = re.compile(r"'([a-z0-9_-]+)' was removed\. It does nothing now")
@@ -344,8 +346,10 @@ def targets(only: list[str] | None = None, *, fetch: bool = False) -> list:
         except EnvironmentProblem as e:
             print(f"skip {flavour} {version}: {e.message}; the committed "
                   f"{flavour}-{version}.json is kept"
-                  + (" (built from reference material by manual_catalogs)"
-                     if _read_from(flavour, version) == "manual" else ""), file=sys.stderr)
+                  + {"manual": " (built from reference material by manual_catalogs)",
+                     "recorded": " (built from the server's recorded output by "
+                                 "knobs.recorded)"}.get(_read_from(flavour, version) or "", ""),
+                  file=sys.stderr)
     return found
 
 

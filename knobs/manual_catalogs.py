@@ -1,10 +1,11 @@
-"""Catalogs of the versions no server here runs, from reference material (``make catalogs``).
+"""MariaDB 11.4's catalog, from reference material (``make catalogs``).
 
     python -m pmem_advisor.knobs.manual_catalogs           # write them
     python -m pmem_advisor.knobs.manual_catalogs --check   # exit 1 when a shipped one differs
 
-MySQL 8.0/8.4 (Debian ships no MySQL server) and MariaDB 11.4 (Debian 12 ships 10.11) cannot be
-asked for their settings here. ``knobs/data/reference/<flavour>.yaml`` lists each series' names
+MariaDB 11.4 (Debian 12 ships 10.11) cannot be asked for its settings here. (MySQL 8.0/8.4 are
+read from the servers' own recorded output by ``knobs.recorded``, no longer from a typed list.)
+``knobs/data/reference/<flavour>.yaml`` lists each series' names
 and says where they were read; a series may build on another (``base``: a listed series, or one
 a server reported, ``generated/<flavour>-<base>.json``) with names ``added``. The curated
 catalog's ``removed:`` entries and knobs with ``until`` take names out; its knobs give type,
@@ -154,7 +155,7 @@ def series_of(flavour: str) -> list[str]:
     return list(reference(flavour)["series"])
 
 
-FLAVOURS = ("mysql", "mariadb")
+FLAVOURS = ("mariadb",)  # MySQL: knobs.recorded
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
             jsonschema.validate(doc, SCHEMA)
             path = args.out / f"{flavour}-{name}.json"
             old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-            if old is not None and old.get("read_from") == "server":
-                print(f"{path.name}: read from a server; kept", file=sys.stderr)
+            if old is not None and old.get("read_from") in ("server", "recorded"):
+                print(f"{path.name}: read from the server's own output; kept", file=sys.stderr)
                 continue  # a server's own list beats reference material
             same = old is not None and _undated(old) == _undated(doc)
             if args.check:

@@ -85,7 +85,9 @@ def _region(ctx: ProbeContext, name: str, path: str) -> dict:
     region["type"] = REGION_TYPES.get(devtype or "", devtype)
     region["size_bytes"] = ctx.integer(f"{path}/size", required=True)
     region["available_bytes"] = ctx.integer(f"{path}/available_size")
-    region["align"] = ctx.integer(f"{path}/align")
+    # The kernel prints a region's align in hex ("0x1000000", region_align_show's %#lx; seen
+    # on 6.1 in QEMU), a claim's in decimal: base 0 takes both spellings.
+    region["align"] = ctx.integer(f"{path}/align", base=0)
     region["numa_node"] = ctx.integer(f"{path}/numa_node")
     region["target_node"] = ctx.integer(f"{path}/target_node")
     domain = ctx.text(f"{path}/persistence_domain")
@@ -129,6 +131,9 @@ def _claim(ctx: ProbeContext, name: str, path: str) -> dict | None:
     claim = {"name": name, "namespace": namespace, "kind": name.rstrip("0123456789.")}
     claim["size"] = ctx.integer(f"{path}/size")
     claim["align"] = ctx.integer(f"{path}/align")
+    # A claimed namespace's uuid, as ndctl shows it, is the claim's (pfn/dax/btt info block);
+    # the namespace's own label uuid is ndctl's raw_uuid (seen on 6.1 in QEMU).
+    claim["uuid"] = ctx.text(f"{path}/uuid") or None
     claim["map"] = pm.MAP_ALIASES.get(ctx.text(f"{path}/mode") or "")
     claim["sector_size"] = _sector_size(ctx.text(f"{path}/sector_size"))
     entries = ctx.access.listdir(path)
@@ -163,6 +168,7 @@ def _namespace(ctx: ProbeContext, name: str, path: str, claim: dict | None) -> d
     if claim:
         ns["size_bytes"] = claim["size"] or size
         ns["align"] = claim["align"]
+        ns["uuid"] = claim["uuid"] or ns["uuid"]
         if claim["kind"] != "btt":
             ns["map"] = claim["map"]
         ns["sector_size"] = claim["sector_size"] or _sector_size(ctx.text(f"{path}/sector_size"))

@@ -30,6 +30,12 @@ EXAMPLES: dict[str, list[str]] = {
         "pmem-advisor recommend mysql --version 8.4 --format conf > /etc/mysql/conf.d/pmem.cnf",
         "pmem-advisor recommend postgres --profile profile.json --memory 64G --format json",
     ],
+    "place": [
+        "pmem-advisor place postgres --dsn-file ~/.pmem-advisor-dsn --fast /mnt/pmem0/pg:200G "
+        "--interval 300",
+        "pmem-advisor place postgres --dsn-file ~/.pmem-advisor-dsn --fast /mnt/pmem0/pg "
+        "--format sql > place.sql",
+    ],
     "check": [
         "pmem-advisor check --db postgres --config /etc/postgresql/15/main/conf.d/pmem.conf",
         "pmem-advisor check --dsn-file ~/.pmem-advisor-dsn --diff",

@@ -66,6 +66,7 @@ COMMANDS = {
     "doctor": "doctor", "probe": "probe", "instances": "instances", "tune": "tune",
     "report": "report", "knobs": "knobs", "config": "config", "recommend": "recommend",
     "check": "check", "workload": "workload", "help": "help", "completion": "completion",
+    "place": "place",
 }
 _registered: set[str] = set()
 

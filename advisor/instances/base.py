@@ -28,7 +28,14 @@ import psutil
 
 from pmem_advisor.connection import ConnInfo
 from pmem_advisor.errors import AdvisorError, ServerError, UsageError
-from pmem_advisor.fileio import remove_tree
+from pmem_advisor.fileio import (
+    HeldLog,
+    PlantedFile,
+    held_dir,
+    make_owned_dir,
+    open_checked,
+    remove_tree,
+)
 from pmem_advisor.instances import golden, registry
 from pmem_advisor.instances.discovery import ServerBinary
 from pmem_advisor.instances.privileges import (
@@ -117,6 +124,7 @@ class Instance(ABC):
         self._clean_stop = True
         self._destroyed = False
         self._destroying = False
+        self._planted: str | None = None  # why the tree is kept for inspection (PlantedFile)
         self._remove: list[Path] = []
         self._empty: list[Path] = []
         self.bindir = usable_bindir(binary.bindir, binary.version, self.user)
@@ -126,17 +134,32 @@ class Instance(ABC):
         require_reachable(base, self.user, "work directory")
         base = Path(os.path.realpath(trusted_dir(base, "work directory")))
         self.home = base / self.id
-        self.home.mkdir()
-        self._remove.append(self.home)
+        # The log lives beside the home, in a directory only we write: the server's user owns
+        # the home and could put a link to /etc/passwd at any name in it (issue 50).
+        self.log_dir = base / f"{self.id}-log"
+        self._log: HeldLog | None = None
+        with held_dir(base) as bfd:
+            for d, owner in ((self.log_dir, None), (self.home, self._owner)):
+                fd = make_owned_dir(bfd, d.name, None, 0o700, str(d))
+                self._remove.append(d)
+                try:
+                    registry._write_marker_at(fd, self.id)  # before the user gets the home
+                    if d == self.log_dir:
+                        self._log = HeldLog.create(fd, "server.log", d / "server.log")
+                    elif owner is not None:
+                        os.fchown(fd, *owner)  # given by descriptor, once it is marked
+                except BaseException:
+                    self._remove_files()
+                    raise
+                finally:
+                    os.close(fd)
         try:
-            registry.write_marker(self.home, self.id)
-            hand_over(self.home, self.user)
             # Recorded before anything else is made: a SIGKILL from here on leaves a record.
             self.record = registry.new_record(
                 id=self.id, engine=self.engine, flavour=binary.flavour, version=binary.version,
                 bindir=str(self.bindir), workdir=str(self.home), data_dir=str(self.home),
-                wal_dir=None, socket_dir=str(self.home), remove=[str(self.home)],
-                server_uid=self.user.uid,
+                wal_dir=None, socket_dir=str(self.home),
+                remove=[str(self.home), str(self.log_dir)], server_uid=self.user.uid,
             )
             registry.save(self.record)
         except BaseException:
@@ -151,14 +174,38 @@ class Instance(ABC):
             self.data_dir = self._claim(data_dir, self.home / "data", "data directory")
             self.wal_dir = self._claim(wal_dir, None, "WAL/redo directory") if wal_dir else None
             self.socket_dir = self._make_socket_dir()
-            self.log_path = self.home / "server.log"
-            self.log_path.touch()
+            self.log_path = self._log.path
             self.golden_dir = Path(golden_dir) if golden_dir else self.home / "golden"
             self._sync_record()
             registry.track(self)
         except BaseException:
             self._remove_files()
             registry.forget(self.id)
+            raise
+
+    @property
+    def _owner(self) -> tuple[int, int] | None:
+        """(uid, gid) to give what we make for the server, or None (we are the server user)."""
+        return (self.user.uid, self.user.gid) if self.user.privileged else None
+
+    def home_fd(self) -> int:
+        """A descriptor of the home (the caller closes it), opened ``O_NOFOLLOW`` relative to
+        the work directory and checked to be the server user's directory or ours."""
+        with held_dir(self.home.parent) as bfd:
+            return open_checked(bfd, self.home.name, str(self.home), directory=True,
+                                owners=(self.user.uid,))
+
+    @contextlib.contextmanager
+    def _refusing_planted(self):
+        """A link, FIFO or foreign file where root expected its own (fileio.PlantedFile): the
+        server is stopped, the refusal goes on as one line, and ``destroy`` keeps the tree
+        (and the log) in place for inspection instead of removing what was planted."""
+        try:
+            yield
+        except PlantedFile as e:
+            self._planted = e.message
+            with contextlib.suppress(Exception):
+                self._kill()
             raise
 
     def _sync_record(self) -> None:
@@ -185,9 +232,8 @@ class Instance(ABC):
         """Take a directory for the server: new (removed later), empty (emptied later) or a
         dead managed instance's (reaped first). Anything else is the user's data: refused."""
         if given is None:
-            assert default is not None
-            default.mkdir()
-            hand_over(default, self.user)
+            assert default is not None and default.parent == self.home
+            self._make_in_home(default.name)
             return default
         refuse_control_characters(str(given), what)
         path = Path(os.path.realpath(given))
@@ -206,7 +252,7 @@ class Instance(ABC):
             registry.write_marker(top, self.id)
             self._remove.append(top)
             self._sync_record()
-        hand_over(path, self.user)
+        hand_over(path, self.user, given=True)
         return path
 
     def _take_over_managed(self, path: Path, what: str) -> None:
@@ -241,10 +287,19 @@ class Instance(ABC):
             registry.write_marker(d, self.id)
             self._remove.append(d)
             self._sync_record()
+            hand_over(d, self.user)
         else:
-            d.mkdir()
-        hand_over(d, self.user)
+            self._make_in_home(d.name)
         return d
+
+    def _make_in_home(self, name: str, mode: int = 0o700) -> None:
+        """A new directory in the (server-owned) home, made relative to a held descriptor of
+        it and given to the server user by descriptor: no name in the home is used twice."""
+        hfd = self.home_fd()
+        try:
+            os.close(make_owned_dir(hfd, name, self._owner, mode, str(self.home / name)))
+        finally:
+            os.close(hfd)
 
     def _mark(self) -> None:
         for d in (self.data_dir, self.wal_dir):
@@ -312,31 +367,30 @@ class Instance(ABC):
 
     def run_tool(self, cmd: list[str], what: str, timeout: float = 600) -> str:
         """Run an init tool as the server user; its output goes to the server log."""
-        with open(self.log_path, "ab") as log:
-            start = log.tell()
-            log.write(f"\n--- pmem-advisor: {' '.join(cmd)}\n".encode())
-            log.flush()
-            proc: subprocess.Popen | None = None
-            try:
-                # Its own process group: initdb starts a bootstrap postgres that outlives a
-                # killed initdb and would write on into the directory our cleanup is emptying.
-                # Started with the signals held: a Ctrl-C in Popen would leave it unowned.
-                with registry.deferred_signals():
-                    proc = subprocess.Popen(
-                        cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                        cwd=self.home, env=self.env(), start_new_session=True,
-                        **self.user.popen_kwargs(),
-                    )
-                returncode = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired as e:
-                assert proc is not None
+        log = self._held_log()  # held open for the instance's life: no name opened here
+        start = log.size()
+        log.write(f"\n--- pmem-advisor: {' '.join(cmd)}\n".encode())
+        proc: subprocess.Popen | None = None
+        try:
+            # Its own process group: initdb starts a bootstrap postgres that outlives a
+            # killed initdb and would write on into the directory our cleanup is emptying.
+            # Started with the signals held: a Ctrl-C in Popen would leave it unowned.
+            with registry.deferred_signals():
+                proc = subprocess.Popen(
+                    cmd, stdout=log.fd, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    cwd=self.home, env=self.env(), start_new_session=True,
+                    **self.user.popen_kwargs(),
+                )
+            returncode = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            assert proc is not None
+            _end_group(proc)
+            raise ServerError(f"{what} timed out after {timeout:.0f} s",
+                              log_tail=self.log_tail()) from e
+        except BaseException:  # Ctrl-C, SIGTERM: nothing of the tool may run on
+            if proc is not None:
                 _end_group(proc)
-                raise ServerError(f"{what} timed out after {timeout:.0f} s",
-                                  log_tail=self.log_tail()) from e
-            except BaseException:  # Ctrl-C, SIGTERM: nothing of the tool may run on
-                if proc is not None:
-                    _end_group(proc)
-                raise
+            raise
         text = self._log_since(start)
         if returncode != 0:
             raise ServerError(
@@ -347,55 +401,59 @@ class Instance(ABC):
 
     def initialize(self) -> None:
         """Create a fresh data directory (+ WAL/redo directory) with the init-time settings."""
-        self._check_alive_object()
-        if self.is_running() or self._proc is not None:
-            self.stop()
-        for d in (self.data_dir, self.wal_dir):
-            if d is not None:
-                registry.empty_dir(d, keep=(MARKER,))
-        # Marked before the init tool runs, and the marker never leaves: a SIGKILL while it
-        # runs leaves directories the next reaper can prove ours and empty (issue 17 item 7;
-        # before, an unmarked half-initialised --data-dir made `tune --resume` refuse it).
-        self._mark()
-        self._init_datadir()
-        self._mark()
-        self.initialized = True
+        with self._refusing_planted():
+            self._check_alive_object()
+            if self.is_running() or self._proc is not None:
+                self.stop()
+            for d in (self.data_dir, self.wal_dir):
+                if d is not None:
+                    registry.empty_dir(d, keep=(MARKER,))
+            # Marked before the init tool runs, and the marker never leaves: a SIGKILL while it
+            # runs leaves directories the next reaper can prove ours and empty (issue 17 item 7;
+            # before, an unmarked half-initialised --data-dir made `tune --resume` refuse it).
+            self._mark()
+            self._init_datadir()
+            self._mark()
+            self.initialized = True
 
     def start(self, config_text: str = "") -> None:
         """Start with ``config_text`` as the managed include file; wait until ready."""
-        self._check_alive_object()
-        if self.is_running():
-            raise UsageError(f"instance {self.id} is already running; use restart()")
-        if not self.initialized:
-            raise UsageError(f"instance {self.id} has no data directory yet: initialize() first")
-        if self._proc is not None:  # it died since the last start: tidy up first
-            self.stop()
-        self.config_text = config_text
-        self._write_config(config_text)
-        offset = self.log_path.stat().st_size
-        births = self.cgroup.births() if self.cgroup is not None else nullcontext()
-        try:
-            with open(self.log_path, "ab") as log, births:  # the server is born in its cgroup
-                # Started with the signals held: a Ctrl-C in Popen would leave a server that
-                # nobody stops writing on into the data directory the cleanup empties.
-                with registry.deferred_signals():
-                    self._proc = subprocess.Popen(
-                        self._server_command(), stdout=log, stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL, cwd=self.home, env=self.env(),
-                        # Ctrl-C reaches us, not the server: we stop it cleanly
-                        start_new_session=True, **self.user.popen_kwargs(),
-                    )
-                    self._clean_stop = False
-                    self.record.server_pid = self._proc.pid
-            registry.save(self.record)
-            if self.cgroup is not None:  # before it forks: its children are born inside
-                self.cgroup.add(self._proc.pid)
-            self._wait_ready(offset)
-            self._after_start()
-        except BaseException:
-            if self._proc is not None:  # (not when Popen itself failed: nothing started)
-                self._kill()
-            raise
+        with self._refusing_planted():
+            self._check_alive_object()
+            if self.is_running():
+                raise UsageError(f"instance {self.id} is already running; use restart()")
+            if not self.initialized:
+                raise UsageError(
+                    f"instance {self.id} has no data directory yet: initialize() first")
+            if self._proc is not None:  # it died since the last start: tidy up first
+                self.stop()
+            self.config_text = config_text
+            self._write_config(config_text)
+            log = self._held_log()
+            offset = log.size()
+            births = self.cgroup.births() if self.cgroup is not None else nullcontext()
+            try:
+                with births:  # the server is born in its cgroup
+                    # Started with the signals held: a Ctrl-C in Popen would leave a server that
+                    # nobody stops writing on into the data directory the cleanup empties.
+                    with registry.deferred_signals():
+                        self._proc = subprocess.Popen(
+                            self._server_command(), stdout=log.fd, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, cwd=self.home, env=self.env(),
+                            # Ctrl-C reaches us, not the server: we stop it cleanly
+                            start_new_session=True, **self.user.popen_kwargs(),
+                        )
+                        self._clean_stop = False
+                        self.record.server_pid = self._proc.pid
+                registry.save(self.record)
+                if self.cgroup is not None:  # before it forks: its children are born inside
+                    self.cgroup.add(self._proc.pid)
+                self._wait_ready(offset)
+                self._after_start()
+            except BaseException:
+                if self._proc is not None:  # (not when Popen itself failed: nothing started)
+                    self._kill()
+                raise
 
     def _wait_ready(self, offset: int) -> None:
         assert self._proc is not None
@@ -550,19 +608,23 @@ class Instance(ABC):
         self._destroying = True
         try:
             self.stop()
-            if not self._clean_stop and self.initialized:
+            if not self._clean_stop and self.initialized and not self._planted:
                 self._release_crash_resources()
         except Exception:  # noqa: BLE001 - still remove files and the record
             self._kill()
         finally:
             self._destroyed = True
-            if self._remove_files():  # kept, markers and all: the next reaper finishes it
+            if self._planted:  # kept for inspection: no reaper may remove it either
+                registry.forget(self.id)
+            elif self._remove_files():  # kept, markers and all: the next reaper finishes it
                 self.record.server_pid = None
                 with contextlib.suppress(OSError, AdvisorError):
                     registry.save(self.record)
             else:
                 registry.forget(self.id)
             registry.untrack(self)
+            if self._log is not None:
+                self._log.close()
 
     def _remove_files(self) -> list[str]:
         """Remove the directories we made and empty the user's; each marker goes last, only
@@ -583,19 +645,20 @@ class Instance(ABC):
 
     # --- logs, queries, snapshots ----------------------------------------------------------
 
+    def _held_log(self) -> HeldLog:
+        if self._log is None or self._log.fd < 0:
+            raise UsageError(f"instance {self.id} was destroyed")
+        return self._log
+
     def _log_since(self, offset: int) -> str:
-        with open(self.log_path, "rb") as f:
-            f.seek(offset)
-            return f.read().decode("utf-8", "replace")
+        """The log from ``offset`` on (its last MiB at most), read from the held descriptor."""
+        return self._held_log().read_since(offset)
 
     def log_tail(self, lines: int = 40) -> str:
         """The last ``lines`` lines of the server log (also init tool output)."""
-        try:
-            size = self.log_path.stat().st_size
-        except FileNotFoundError:
+        if self._log is None or self._log.fd < 0:
             return ""
-        text = self._log_since(max(0, size - 200 * lines - 4096))
-        return "\n".join(text.splitlines()[-lines:])
+        return self._log.tail(lines)
 
     def query(self, sql: str, params: Any = None) -> list[tuple]:
         """Run one statement on a fresh autocommit connection; rows (empty if none)."""
@@ -625,16 +688,18 @@ class Instance(ABC):
 
     def snapshot(self, name: str = "golden") -> None:
         """Stop cleanly and keep a copy of the data (+ WAL/redo) directory as ``name``."""
-        self._check_alive_object()
-        golden.take(self, name)
+        with self._refusing_planted():
+            self._check_alive_object()
+            golden.take(self, name)
 
     def restore(self, name: str = "golden") -> None:
         """Replace the data (+ WAL/redo) directory with the copy ``name`` (server stopped)."""
-        self._check_alive_object()
-        golden.put_back(self, name)
-        self._after_restore()
-        self._mark()
-        self.initialized = True
+        with self._refusing_planted():
+            self._check_alive_object()
+            golden.put_back(self, name)
+            self._after_restore()
+            self._mark()
+            self.initialized = True
 
     def has_snapshot(self, name: str = "golden") -> bool:
         return golden.exists(self, name)

@@ -247,6 +247,7 @@ def _reap_in(h: Hierarchy) -> list[Path]:
         if pid == os.getpid() or psutil.pid_exists(pid):
             continue
         try:
+            # by-name-safe: cgroupfs, written by root only
             with open(os.path.join(entry.path, "cgroup.procs"), encoding="ascii") as f:
                 if f.read().strip():
                     continue  # processes inside: not ours to end

@@ -8,24 +8,40 @@ created with the same ``golden_dir`` share it. Copies use ``cp --reflink=auto``:
 XFS/btrfs, a plain copy elsewhere (tmpfs copies at memory speed). A restored copy leaves no
 pages of its own in the page cache: the first reads of a trial come from the medium, within the
 server's budget, as they would after a restart in production.
+
+The data directory and every copy of it belong to the server's user, which may be hostile
+(issue 50), so root copies by descriptor (fileio.copy_tree_fd): each source entry opened
+without following a link and checked, each copy made ``O_EXCL`` relative to a held directory
+and given to the server user by ``fchown``; a planted FIFO, device or hard link is refused.
+Data moves by ``copy_file_range``, which shares extents where the filesystem can (XFS, btrfs).
+Snapshots live in a root-owned 0700 directory: a trial's server cannot reach them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pmem_advisor.errors import EnvironmentProblem, ServerError, UsageError
-from pmem_advisor.fileio import write_file_safely
+from pmem_advisor.fileio import (
+    copy_tree_fd,
+    held_dir,
+    make_owned_dir,
+    make_temp_dir,
+    open_dir,
+    unlink_at,
+    write_file_safely,
+)
 from pmem_advisor.instances.cgroup import evict_page_cache
 
 if TYPE_CHECKING:
     from pmem_advisor.instances.base import Instance
+    from pmem_advisor.instances.privileges import RunAs
 
 
 def location(inst: Instance, name: str) -> Path:
@@ -38,17 +54,15 @@ def exists(inst: Instance, name: str = "golden") -> bool:
     return (location(inst, name) / "meta.json").is_file()
 
 
-def copy_tree(src: Path, dst: Path) -> None:
-    """Copy the contents of ``src`` into the existing directory ``dst``, keeping owners and
-    modes; reflinks where the filesystem can. Interrupted, ``cp`` is gone (killed and waited
-    for) before the interrupt goes on: the cleanup that empties ``dst`` has no writer racing
-    it (``registry.run_child``)."""
-    from pmem_advisor.instances.registry import run_child
-
-    r = run_child(["cp", "-a", "--reflink=auto", f"{src}/.", f"{dst}/"])
-    if r.returncode != 0:
-        msg = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
-        raise EnvironmentProblem(f"copying {src} to {dst} failed: {msg}")
+def copy_tree(src: Path, dst: Path, user: RunAs | None = None) -> None:
+    """Copy the contents of ``src`` into the existing directory ``dst``, keeping modes and
+    times, every copy owned by ``user`` (the server's, when we are root), by descriptor in
+    this process: interrupted, no writer is left racing the cleanup that empties ``dst``."""
+    owner = (user.uid, user.gid) if user is not None and user.privileged else None
+    try:
+        copy_tree_fd(src, dst, owner, src_owners=(user.uid,) if user is not None else ())
+    except OSError as e:
+        raise EnvironmentProblem(f"copying {src} to {dst} failed: {e.strerror or e}") from None
 
 
 def take(inst: Instance, name: str = "golden") -> Path:
@@ -65,16 +79,28 @@ def take(inst: Instance, name: str = "golden") -> Path:
     from pmem_advisor.instances.precondition import materialize
 
     for log in inst.log_files():  # steady-state log blocks, not fresh unwritten extents
-        materialize(log)
+        materialize(log, owners=(inst.user.uid,))
     target = location(inst, name)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    gfd = open_dir(target.parent, create=True)
+    try:
+        _take_into(inst, gfd, target)
+    finally:
+        os.close(gfd)
+    return target
+
+
+def _take_into(inst: Instance, gfd: int, target: Path) -> None:
+    """The copy into a temporary directory of the held golden directory ``gfd``, renamed to
+    ``target``'s name when complete."""
+    # root's, 0700: no server can reach a snapshot, nor change it between trials
+    tfd, tmpname = make_temp_dir(gfd, f".{target.name}-", 0o700)
+    tmp = target.parent / tmpname
     try:
         started = time.monotonic()
         for part, d in (("data", inst.data_dir), ("wal", inst.wal_dir)):
             if d is not None:
-                (tmp / part).mkdir()
-                copy_tree(d, tmp / part)
+                os.close(make_owned_dir(tfd, part, inst._owner, 0o700, str(tmp / part)))
+                copy_tree(d, tmp / part, inst.user)
         meta = {
             "instance": inst.id, "engine": inst.engine, "flavour": inst.binary.flavour,
             "version": inst.binary.version, "init_settings": inst.init_settings,
@@ -84,13 +110,14 @@ def take(inst: Instance, name: str = "golden") -> Path:
         write_file_safely(tmp / "meta.json", json.dumps(meta, indent=1), backup=False)
         # written back now, not by the kernel during the first trials' measurements
         evict_page_cache([tmp])
-        if target.exists():
-            shutil.rmtree(target)
-        os.rename(tmp, target)
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(target.name, dir_fd=gfd)  # fd-based: follows no link inside
+        os.rename(tmpname, target.name, src_dir_fd=gfd, dst_dir_fd=gfd)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmpname, dir_fd=gfd, ignore_errors=True)
         raise
-    return target
+    finally:
+        os.close(tfd)
 
 
 def put_back(inst: Instance, name: str = "golden") -> float:
@@ -113,8 +140,9 @@ def put_back(inst: Instance, name: str = "golden") -> float:
             empty_dir(d, keep=(MARKER,))
             write_marker(d, inst.id)
             # nor may the copy bring the marker of the instance that took the snapshot
-            (src / part / MARKER).unlink(missing_ok=True)
-            copy_tree(src / part, d)
+            with held_dir(src / part) as pfd:
+                unlink_at(pfd, MARKER)
+            copy_tree(src / part, d, inst.user)
             # The copy's pages sit in the page cache, charged to us, not to the server's
             # budget: dropped, the trial reads the medium under test (on tmpfs, a no-op).
             evict_page_cache([d])

@@ -8,6 +8,7 @@ import os
 import re
 
 from pmem_advisor.errors import EnvironmentProblem, UsageError
+from pmem_advisor.fileio import read_text_nofollow
 
 
 def read_server(dsn: str, engine: str) -> dict:
@@ -85,6 +86,9 @@ def _pg_status(conn, version_num: int) -> dict:
     status["backends"] = float(conn.execute(
         "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
     ).fetchone()[0])
+    trust = _pg_trust_rules(conn)
+    if trust is not None:
+        status["hba_trust"] = trust
     return status
 
 
@@ -103,6 +107,10 @@ def _read_mysql(dsn: str) -> dict:
         cur.execute("SELECT COALESCE(SUM(data_length + index_length), 0) FROM "
                     "information_schema.tables WHERE engine = 'InnoDB'")
         status["innodb_data_bytes"] = _text(cur.fetchone()[0])
+        no_password = _mysql_accounts_without_password(
+            cur, "mariadb" in settings.get("version", "").lower())
+        if no_password is not None:
+            status["accounts_without_password"] = no_password
         cur.close()
     finally:
         conn.close()
@@ -116,12 +124,52 @@ def _read_mysql(dsn: str) -> dict:
             "status": status, "data_dir": data, "wal_dir": wal, "pid": pid}
 
 
+# Accounts that log in with an empty password (MySQLTuner's first security check), locked
+# accounts left out (MariaDB's mariadb.sys has an empty string but cannot log in), as are
+# socket and external plugins, where no password is the design (unix_socket, auth_socket, pam).
+_MARIADB_NO_PASSWORD = (
+    "SELECT user, host FROM mysql.global_priv"
+    " WHERE COALESCE(JSON_VALUE(priv, '$.authentication_string'), '') = ''"
+    " AND COALESCE(JSON_VALUE(priv, '$.account_locked'), '0') NOT IN ('1', 'true')"
+    " AND COALESCE(JSON_VALUE(priv, '$.plugin'), 'mysql_native_password')"
+    " IN ('mysql_native_password', 'mysql_old_password', 'ed25519', '')")
+_MYSQL_NO_PASSWORD = (
+    "SELECT user, host FROM mysql.user WHERE authentication_string = ''"
+    " AND account_locked = 'N' AND plugin IN"
+    " ('mysql_native_password', 'caching_sha2_password', 'sha256_password')")
+
+
+def _mysql_accounts_without_password(cur, mariadb: bool) -> list[str] | None:
+    """'user@host' of each account that logs in without a password; None when the account we
+    connect as may not read the grant tables (then nothing is claimed either way)."""
+    try:
+        cur.execute(_MARIADB_NO_PASSWORD if mariadb else _MYSQL_NO_PASSWORD)
+        return sorted(f"{_text(u) or '(anonymous)'}@{_text(h)}" for u, h in cur.fetchall())
+    except Exception:  # noqa: BLE001 - no SELECT on mysql.*: the driver's error, not ours
+        return None
+
+
+def _pg_trust_rules(conn) -> list[str] | None:
+    """pg_hba.conf lines that let a client in without any password (auth method trust), as
+    'type database user address (line N)'; None when this role may not read pg_hba_file_rules
+    (superuser or pg_read_all_settings... only superusers by default)."""
+    try:
+        rows = conn.execute(
+            "SELECT type, array_to_string(database, ','), array_to_string(user_name, ','),"
+            " coalesce(address, ''), line_number FROM pg_hba_file_rules"
+            " WHERE auth_method = 'trust' ORDER BY line_number").fetchall()
+    except Exception:  # noqa: BLE001 - psycopg's permission error: nothing is claimed
+        return None
+    return [" ".join(str(p) for p in (t, d, u, a) if p) + f" (line {n})"
+            for t, d, u, a, n in rows]
+
+
 def _pid_file(path: str) -> int | None:
     """The pid on the first line of a server's pid file (None when unreadable: another host)."""
+    # The server's user writes it: read without following a link or blocking on a FIFO
     try:
-        with open(path, encoding="utf-8") as f:
-            return int(f.readline().strip())
-    except (OSError, ValueError):
+        return int(read_text_nofollow(path, limit=4096).splitlines()[0].strip())
+    except (OSError, ValueError, IndexError, UsageError):
         return None
 
 
@@ -137,7 +185,7 @@ def server_binding(pid: int | None) -> tuple[tuple[int, ...] | None, list[int] |
 
     found = {}
     try:
-        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as f:  # by-name-safe: procfs
             for line in f:
                 key, _, value = line.partition(":")
                 if key in ("Cpus_allowed_list", "Mems_allowed_list"):

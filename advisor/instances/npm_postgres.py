@@ -129,7 +129,7 @@ def fetch(major: str) -> Path:
         tarballs[0].unlink()
         _hydrate_symlinks(tmp / "package")
         subprocess.run(["chmod", "-R", "u+w,go-w,a+rX", str(tmp)], check=True)
-        os.chmod(tmp, 0o755)
+        os.chmod(tmp, 0o755)  # by-name-safe: our mkdtemp in the root-only binary cache
         os.rename(tmp, target)  # atomic: a parallel run sees the whole tree or none
     except FileExistsError:
         shutil.rmtree(tmp, ignore_errors=True)  # a parallel run was first

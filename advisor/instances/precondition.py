@@ -15,14 +15,25 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pmem_advisor.fileio import held_parent, open_checked
+
 CHUNK = 8 << 20
 
 
-def materialize(path: str | Path) -> int:
+def materialize(path: str | Path, owners: tuple[int, ...] | None = None) -> int:
     """Write every block of ``path`` back with its own content; returns bytes written.
-    Only for files no process has open (the server is stopped)."""
+    Only for files no process has open (the server is stopped). The file lies in the server
+    user's tree (``owners`` may own it): opened relative to its held directory, never through
+    a link, and only a regular file with one name (fileio.open_checked), so root never
+    rewrites a device or another file the server pointed it at. ``owners`` defaults to the
+    managed servers' user."""
+    if owners is None:
+        from pmem_advisor.instances.privileges import server_user
+
+        owners = (server_user().uid,)
     written = 0
-    fd = os.open(path, os.O_RDWR)
+    with held_parent(path, "prepare") as (dfd, name):
+        fd = open_checked(dfd, name, str(path), owners=owners, flags=os.O_RDWR)
     try:
         size = os.fstat(fd).st_size
         offset = 0

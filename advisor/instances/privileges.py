@@ -19,7 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pmem_advisor.errors import EnvironmentProblem, UsageError
-from pmem_advisor.fileio import CACHE_ROOT  # noqa: F401 - where it was first defined
+from pmem_advisor.fileio import (
+    CACHE_ROOT,  # noqa: F401 - where it was first defined
+    chown_tree_fd,
+    hand_over_dir,
+)
 
 SERVER_USER = os.environ.get("PMEM_ADVISOR_SERVER_USER", "pmemadv")
 
@@ -112,21 +116,21 @@ def require_reachable(path: Path, user: RunAs, what: str) -> None:
         )
 
 
-def hand_over(path: Path, user: RunAs, mode: int = 0o700) -> None:
-    """Give a directory we created to the server user with ``mode``."""
-    if user.privileged:
-        os.chown(path, user.uid, user.gid)
-    os.chmod(path, mode)
+def hand_over(path: Path, user: RunAs, mode: int = 0o700, *, given: bool = False) -> None:
+    """Give a directory we created (or the user's already) to the server user with ``mode``,
+    by ``fchown``/``fchmod`` on a descriptor opened ``O_NOFOLLOW`` (fileio.hand_over_dir): a
+    link planted at the name is refused (PlantedFile), never followed. ``given``: a directory
+    the caller named (it may belong to a third user, as a DBA's data directory does)."""
+    hand_over_dir(path, (user.uid, user.gid) if user.privileged else None, mode,
+                  any_owner=given)
 
 
 def chown_tree(path: Path, user: RunAs) -> None:
-    """Give a whole tree to the server user (after copying files in as root)."""
-    if not user.privileged:
-        return
-    os.chown(path, user.uid, user.gid, follow_symlinks=False)
-    for root, dirs, files in os.walk(path):
-        for name in dirs + files:
-            os.chown(os.path.join(root, name), user.uid, user.gid, follow_symlinks=False)
+    """Give a whole tree to the server user (after copying files in as root), walked by
+    descriptor (fileio.chown_tree_fd): links are not followed nor chowned, a FIFO, device,
+    hard link or foreign file is refused."""
+    if user.privileged:
+        chown_tree_fd(path, (user.uid, user.gid))
 
 
 def usable_bindir(bindir: Path, version: str, user: RunAs) -> Path:
@@ -153,12 +157,14 @@ def usable_bindir(bindir: Path, version: str, user: RunAs) -> Path:
         return target / rel_bin
     tmp = Path(tempfile.mkdtemp(prefix=f".pg-{version}-", dir=cache))
     try:
-        shutil.copytree(tree, tmp / tree.relative_to(site), symlinks=True)
+        # by-name-safe (these three): root's site-packages into root's own trusted cache,
+        # neither writable by the server user, who only reads the copy afterwards
+        shutil.copytree(tree, tmp / tree.relative_to(site), symlinks=True)  # by-name-safe: above
         libs = site / f"{package.name}.libs"
         if libs.is_dir():
-            shutil.copytree(libs, tmp / libs.name, symlinks=True)
+            shutil.copytree(libs, tmp / libs.name, symlinks=True)  # by-name-safe: above
         subprocess.run(["chmod", "-R", "a+rX", str(tmp)], check=True)
-        os.chmod(tmp, 0o755)
+        os.chmod(tmp, 0o755)  # by-name-safe: a mkdtemp of ours in the trusted cache
         os.rename(tmp, target)  # atomic: a parallel run either sees the whole copy or none
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -70,7 +70,10 @@ class InnodbRedoAgainstWrites(Rule):
         pool_hi = max(pool, f.memory_bytes * 3 // 4)
         out = [
             Set(name, Bytes(size),
-                f"redo as large as the buffer pool ({pool // MB} MB): a small log forces "
+                (f"redo as large as the buffer pool ({pool // MB} MB)" if size == pool else
+                 f"redo at the dedicated-server baseline's {base // MB} MB, above the "
+                 f"{pool // MB} MB buffer pool (never below the baseline)") +
+                ": a small log forces "
                 "synchronous checkpoints under writes (K23 §3.1 saw one a second with 48 MB x 2; "
                 "MySQL manual: room for an hour of writes); longer crash recovery is the cost"),
             Bound(name, Bytes(max(base, size // 2)), Bytes(hi),

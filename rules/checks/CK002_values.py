@@ -9,8 +9,12 @@ what runs.
 
 Recommendation: values inside the range the knob catalog gives (the servers' own lists:
 ``pg_settings`` of PostgreSQL 13-18, SYSTEM_VARIABLES of MariaDB 10.11; MySQL 8.0/8.4 and
-MariaDB 11.4 from reference material), names the version has. A removed name fails naming the
-release that removed it and what replaces it (``wal_keep_segments`` -> ``wal_keep_size`` in 13);
+MariaDB 11.4 from reference material), names the version has. MySQL 8.0/8.4's lists are the
+servers' own ``mysqld --verbose --help`` as their source trees record it
+(``knobs/data/recorded``): complete except the plugin prefixes that listing leaves out
+(``Catalog.covers``), so a name they lack fails, one under such a prefix is reported.
+A removed name fails naming the release that removed it and what replaces it
+(``wal_keep_segments`` -> ``wal_keep_size`` in 13);
 a name close to a known one fails as a likely misspelling; any other name a server's complete
 list lacks fails, since the server would refuse it. A name a partial list (read from a manual)
 lacks, an extension's dotted name, a ``loose-`` option or one a loaded plugin may provide is
@@ -170,7 +174,7 @@ class KnobValues(Check):
         other = _other_flavour_has(inp, name)
         if other:
             # a partial list (MySQL's, from a manual) may lack a name both servers have
-            sure = cat.complete or name in cat.refused
+            sure = cat.covers(name) or name in cat.refused
             return [self.finding(
                 "fail" if sure else "warn", name,
                 f"{name}{at} is a {other} option, not a {title} one: the server refuses to "
@@ -184,13 +188,20 @@ class KnobValues(Check):
                 f"correct the spelling: {close[0]}")]
         nearest = cat.nearest(name)
         near = f" (nearest: {', '.join(nearest)})" if nearest else ""
-        if cat.complete and not (f.mysql and _loads_plugins(inp)):
+        if cat.covers(name) and not (f.mysql and _loads_plugins(inp)):
+            # mysqld's own words for it: "unknown variable 'name=value'"
+            said = f" (unknown variable '{name}')" if f.mysql else ""
             return [self.finding(
-                "fail", name, f"{name}{at} is not a {title} parameter{near}: {server} "
-                "refuses to start on an unknown name (checked against "
-                f"{cat.generated_from})", "remove or correct the line")]
-        why = ("a loaded plugin may provide it" if cat.complete else
-               f"the {title} list here is partial ({cat.generated_from or 'curated only'})")
+                "fail", name, f"{name}{at} is not a {title} parameter{near}: "
+                f"{title if f.mysql else server} refuses to start on an unknown name{said} "
+                f"(checked against {cat.generated_from})", "remove or correct the line")]
+        if cat.complete and not cat.covers(name):
+            why = (f"the {title} list ({cat.generated_from}) leaves out the options of plugins "
+                   "that may or may not be built, and this is one's prefix")
+        elif cat.complete:
+            why = "a loaded plugin may provide it"
+        else:
+            why = f"the {title} list here is partial ({cat.generated_from or 'curated only'})"
         return [self.finding("info", name, f"{name}{at} is not in the advisor's {title} "
                              f"catalog{near}; not checked: {why}", "")]
 

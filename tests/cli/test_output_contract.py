@@ -61,6 +61,7 @@ def INVOCATIONS(d) -> dict[tuple[str, ...], list[str]]:
         ("check",): ["--db", "postgres", "--config", conf, "--profile", profile,
                      "--version", "15"],
         ("help",): ["check"],
+        ("place",): ["postgres", "--fast", str(d), "--dsn", "host=/nonexistent port=1 dbname=x"],
         ("instances", "list"): [],
         ("instances", "reap"): [],
         ("instances", "fetch-postgres"): ["12"],  # unsupported: its error path, no download

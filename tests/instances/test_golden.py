@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import psycopg
 import pymysql
@@ -15,7 +16,6 @@ import pytest
 from pmem_advisor.errors import UsageError
 from pmem_advisor.instances import create_instance
 from tests.instances.conftest import find_server
-from tests.sandbox import reaped, signal_after_fork
 
 pytestmark = pytest.mark.server
 
@@ -113,7 +113,7 @@ def test_a_restore_killed_mid_copy_leaves_a_directory_the_reaper_may_empty(shm_d
         # the snapshot may come from another instance (the tuner's loader): its marker
         (golden.location(inst, "golden") / "data" / registry.MARKER).write_text("po18-other\n")
 
-        def killed(src, dst):  # the copy stops halfway, as at a SIGKILL
+        def killed(src, dst, user=None):  # the copy stops halfway, as at a SIGKILL
             golden.shutil.copy2(src / registry.MARKER, dst / registry.MARKER) \
                 if (src / registry.MARKER).exists() else None
             raise EnvironmentProblem("copy interrupted")
@@ -142,7 +142,7 @@ def test_a_restore_into_a_fresh_empty_directory_marks_it_before_copying(shm_dir,
     with create_instance(binary, data_dir=data, golden_dir=cache) as inst:
         assert registry.marker_of(data) is None and inst.has_snapshot("golden")
 
-        def killed(src, dst):  # one file lands, then the kill
+        def killed(src, dst, user=None):  # one file lands, then the kill
             golden.shutil.copy2(src / "PG_VERSION", dst / "PG_VERSION")
             raise EnvironmentProblem("copy interrupted")
 
@@ -155,21 +155,35 @@ def test_a_restore_into_a_fresh_empty_directory_marks_it_before_copying(shm_dir,
         monkeypatch.undo()
 
 
-def test_a_ctrl_c_while_the_copy_starts_leaves_no_cp_writing(tmp_path):
-    """The interrupt lands while ``subprocess.Popen`` starts ``cp -a`` (after the fork): the
-    cp must be gone, killed and waited for, before the interrupt goes on. Unowned, it went on
-    copying into the data directory after the cleanup had emptied it and dropped its record,
-    and `tune --resume` refused the --data-dir as "not empty"."""
+def test_the_copy_keeps_content_modes_times_and_links_and_starts_no_child(tmp_path):
+    """The golden copy is made by descriptor in this process (issue 50: no ``cp`` running as
+    root in the server's tree), so an interrupt leaves no child writing on after the cleanup
+    (the failure the earlier ``cp -a`` child had); what it copies is byte- and mode-exact."""
     from pmem_advisor.instances import golden
 
     src, dst = tmp_path / "golden", tmp_path / "data"
-    src.mkdir()
+    (src / "base" / "1").mkdir(parents=True)
     dst.mkdir()
-    for i in range(50):
-        (src / f"f{i}").write_bytes(os.urandom(1 << 16))
-    with signal_after_fork("cp", to=str(dst)) as started, pytest.raises(KeyboardInterrupt):
+    want = {}
+    for i in range(20):
+        p = src / "base" / "1" / f"f{i}"
+        p.write_bytes(os.urandom(1 << 14) * (i + 1))
+        p.chmod(0o600 if i % 2 else 0o640)
+        os.utime(p, ns=(1_000_000_000 * i, 2_000_000_000 * i))
+        want[p.relative_to(src)] = (p.read_bytes(), p.stat().st_mode, p.stat().st_mtime_ns)
+    (src / "pg_wal").symlink_to("/nowhere/wal")
+    forks = []
+    real = subprocess.Popen._execute_child
+    subprocess.Popen._execute_child = lambda self, args, *a, **k: forks.append(args)
+    try:
         golden.copy_tree(src, dst)
-    assert started and reaped(started[0])
+    finally:
+        subprocess.Popen._execute_child = real
+    assert forks == []
+    for rel, (data, mode, mtime) in want.items():
+        st = (dst / rel).stat()
+        assert ((dst / rel).read_bytes(), st.st_mode, st.st_mtime_ns) == (data, mode, mtime)
+    assert os.readlink(dst / "pg_wal") == "/nowhere/wal"
 
 
 def _resident_bytes(tree) -> tuple[int, int]:
@@ -198,3 +212,42 @@ def test_a_restored_copy_on_disk_leaves_no_pages_in_the_page_cache(tmp_path):
             assert resident < size / 10, (resident, size)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_ctrl_c_mid_restore_of_a_trial_leaves_the_data_dir_as_it_found_it(shm_dir,
+                                                                            monkeypatch):
+    """The tuner's restore interrupted halfway through the copy (a Ctrl-C): the copy runs in
+    this process (issue 50), so nothing writes on into --data-dir after the cleanup emptied it
+    and dropped its record, and `tune --resume` accepts the directory. (Replaces the test that
+    aimed the interrupt at the fork of the ``cp -a`` child the copy used to be.)"""
+    from pmem_advisor.instances import golden, pick_server, registry
+    from pmem_advisor.tuner.evaluator import TrialConfig
+    from pmem_advisor.tuner.managed import ManagedEvaluator, check_data_dir
+    from tests.sandbox import processes_under
+
+    result = SimpleNamespace(throughput_tps=1.0, latency_ms={"p50": 1.0}, errors=0,
+                             duration_s=1.0, workload="stub", clients=1, raw={})
+    workload = SimpleNamespace(load=lambda conninfo, scale: None,
+                               run=lambda conninfo, **kw: result)
+    data = shm_dir / "tuner-ctrl-c"  # (shm_dir is the module's: other tests leave theirs)
+    ev = ManagedEvaluator(pick_server("postgres"), workload, scale=1, clients=1, duration=1,
+                          data_dir=data)
+    try:
+        assert ev.evaluate(TrialConfig(params={})).ok  # the golden copy, and a trial on it
+        calls = []
+
+        def interrupted(src, dst, *a, **kw):
+            calls.append(dst)
+            (Path(dst) / "half-copied").write_bytes(b"x" * 4096)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(golden, "copy_tree_fd", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            ev.evaluate(TrialConfig(params={}))
+        assert calls
+        assert not data.exists() or not list(data.iterdir())
+        assert not [r for r in registry.load_all() if str(data) in (r.data_dir, *r.remove)]
+        assert not processes_under(data)
+        check_data_dir(data)  # what `tune --resume` checks first
+    finally:
+        ev.close()

@@ -12,7 +12,6 @@ import sys
 import time
 from contextlib import closing
 from pathlib import Path
-from types import SimpleNamespace
 
 import psutil
 import pytest
@@ -21,7 +20,6 @@ from optuna.trial import TrialState
 from pmem_advisor.tuner.study import measured
 from pmem_advisor.tuner.verdict import is_verdict
 from tests.conftest import REPO
-from tests.sandbox import reaped, signal_after_fork
 
 pytestmark = pytest.mark.server
 
@@ -188,35 +186,6 @@ def test_kill_mid_trial_then_resume(shm_dir, tmp_path):
     assert len(complete) >= 4 - sum(1 for t in trials if t.user_attrs.get("failure"))
     assert {t.user_attrs["role"] for t in complete} >= {"default", "rules"}
     assert not [t for t in trials if t.state == TrialState.RUNNING]
-
-
-def test_a_ctrl_c_while_a_restore_starts_leaves_the_data_dir_as_it_found_it(shm_dir):
-    """What test_kill_mid_trial_then_resume once met in a full run: the Ctrl-C landed while
-    the trial's restore was starting `cp -a` into --data-dir; the cp went on copying after the
-    cleanup had emptied the directory and dropped its record, and the resumed run refused
-    "--data-dir ... is not empty". Here the interrupt lands there every time."""
-    from pmem_advisor.instances import pick_server, registry
-    from pmem_advisor.tuner.evaluator import TrialConfig
-    from pmem_advisor.tuner.managed import ManagedEvaluator, check_data_dir
-
-    result = SimpleNamespace(throughput_tps=1.0, latency_ms={"p50": 1.0}, errors=0,
-                             duration_s=1.0, workload="stub", clients=1, raw={})
-    workload = SimpleNamespace(load=lambda conninfo, scale: None,
-                               run=lambda conninfo, **kw: result)  # the server is what counts
-    ev = ManagedEvaluator(pick_server("postgres"), workload, scale=1, clients=1, duration=1,
-                          data_dir=shm_dir)
-    try:
-        assert ev.evaluate(TrialConfig(params={})).ok  # the golden copy, and a trial on it
-        with signal_after_fork("cp", to=str(shm_dir)) as started, \
-                pytest.raises(KeyboardInterrupt):
-            ev.evaluate(TrialConfig(params={}))
-        assert started and reaped(started[0])  # no cp writes on into the directory
-        assert not shm_dir.exists() or not list(shm_dir.iterdir())
-        assert not [r for r in registry.load_all() if str(shm_dir) in (r.data_dir, *r.remove)]
-        assert not servers_using(shm_dir)
-        check_data_dir(shm_dir)  # what `tune --resume` checks first
-    finally:
-        ev.close()
 
 
 @pytest.mark.slow

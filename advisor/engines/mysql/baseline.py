@@ -48,7 +48,10 @@ def redo(f: Facts) -> dict[str, object]:
     if f.mariadb:  # one ib_logfile0; ~1/4 of the pool keeps checkpoints rare
         return {"innodb_log_file_size": Bytes(min(max(buffer_pool(f) // 4, 96 * MB), 16 * GB))}
     if f.version_at_least(8, 4):  # 8.4: CPU-based, (logical CPUs / 2) GB, at most 16 GB
-        return {"innodb_redo_log_capacity": Bytes(min(max(f.cpus, 1) * GB // 2, 16 * GB))}
+        cap = min(max(f.cpus, 1) * GB // 2, 16 * GB)
+        # ... but not above the pool: under 1 GB of RAM the dedicated server keeps the 128 MB
+        # pool, and a redo larger than the pool it protects buys few checkpoints (CK019)
+        return {"innodb_redo_log_capacity": Bytes(min(cap, max(buffer_pool(f), 100 * MB)))}
     ram_gb = f.memory_bytes / GB
     if f.version_at_least(8, 0, 30):  # 8.0.30+: memory-based capacity (8.0 manual Table 17.9)
         if ram_gb <= 2:
@@ -212,7 +215,9 @@ class MysqlBaseline(Rule):
                                           if medium(f) == "hdd" else
                                           "0: flash has no seeks to save"),
                "innodb_redo_log_capacity": ("dedicated server 8.4: logical CPUs/2 GB, at most "
-                                            "16 GB" if f.version_at_least(8, 4) else
+                                            "16 GB and at most the buffer pool (a larger "
+                                            "redo buys few checkpoints: CK019)"
+                                            if f.version_at_least(8, 4) else
                                             "dedicated server 8.0.30+: by RAM"),
                "temptable_max_ram": ("3% of the budget, 1-4 GB (8.4's default, which reads the "
                                      "host's RAM), at most 1/16 of the budget so the worst case "

@@ -10,7 +10,6 @@ default socket /run/mysqld/mysqld.sock of the machine's own server is never used
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 from pathlib import Path
@@ -20,7 +19,7 @@ import pymysql
 
 from pmem_advisor.connection import ConnInfo
 from pmem_advisor.errors import EnvironmentProblem, ServerError, UsageError
-from pmem_advisor.fileio import write_file_safely
+from pmem_advisor.fileio import held_dir, unlink_at, write_file_safely
 from pmem_advisor.instances.base import DB_NAME, MARKER, Instance, refuse_control_characters
 
 INCLUDE_FILE = "pmem-advisor.cnf"
@@ -133,10 +132,11 @@ class MySQLInstance(Instance):
                       if ln.strip() and not ln.lstrip().startswith(("#", ";"))), "")
         if first and not first.startswith("["):
             text = "[mysqld]\n" + text  # an emitted fragment may carry only option lines
+        # Owned by the server user from creation (fchown before the rename into place): the
+        # home is the server's, and a chown by name could follow a link renamed over it.
         path = self.home / INCLUDE_FILE
-        write_file_safely(path, text + "\n" if text else "", backup=False, mode=0o600)
-        if self.user.privileged:
-            os.chown(path, self.user.uid, self.user.gid)
+        write_file_safely(path, text + "\n" if text else "", backup=False, mode=0o600,
+                          owner=self._owner)
 
     def _server_command(self) -> list[str]:
         if not self.defaults_file.exists():
@@ -182,8 +182,11 @@ class MySQLInstance(Instance):
         return [p for p in found if p.is_file()]
 
     def _after_crash(self) -> None:
-        (self.socket_dir / "mysqld.pid").unlink(missing_ok=True)
-        self.socket_path.unlink(missing_ok=True)
+        # relative to a held descriptor: the socket directory is the server's, and swapped for
+        # a link to /run/mysqld it would otherwise cost the system server its pid file
+        with held_dir(self.socket_dir) as dfd:
+            unlink_at(dfd, "mysqld.pid")
+            unlink_at(dfd, self.socket_path.name)
 
     def refusal_reason(self, log_text: str) -> str:
         errors = []

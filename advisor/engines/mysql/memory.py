@@ -305,3 +305,33 @@ def _shrink_pool(rec: Recommendation, view, est: MemoryEstimate, budget: int) ->
     put_setting(rec, view, "innodb_buffer_pool_size", Bytes(new),
          f"lowered from {gib(pool_part)} so the worst case ({gib(est.total_bytes)} with "
          f"{est.connections} connections) fits the {gib(budget)} budget")
+    _redo_follows_pool(rec, view, new)
+
+
+# The redo knobs, as the baseline and PM031 set them (one file per set of ib_logfiles, or the
+# 8.0.30+ capacity).
+REDO_KNOBS = ("innodb_redo_log_capacity", "innodb_log_file_size")
+
+
+def _redo_follows_pool(rec: Recommendation, view, pool: int) -> None:
+    """The redo was sized for the pool the budget could not hold (PM031: as large as the pool;
+    the dedicated-server baseline: by CPUs or RAM, assuming the pool it would get). A redo
+    larger than the pool it protects buys few checkpoints and lengthens crash recovery (CK019
+    warns on it), so it shrinks with the pool, never below the server's own default."""
+    for name in REDO_KNOBS:
+        s = rec.setting(name)
+        if s is None:
+            continue
+        have = units.size_bytes(view.knob(name), s.value)
+        files = 1
+        if name == "innodb_log_file_size" and not rec.facts.mariadb:
+            g = rec.setting("innodb_log_files_in_group")
+            files = int(g.value) if g is not None else 2
+        if have is None or have * files <= pool:
+            continue
+        floor = _default_bytes(view, name) or 0
+        want = max(floor, pool // files // (1 << 20) * (1 << 20))
+        if want < have:
+            put_setting(rec, view, name, Bytes(want),
+                        f"lowered with the buffer pool to {gib(pool)}: a redo larger than the "
+                        "pool it protects buys few checkpoints and lengthens crash recovery")

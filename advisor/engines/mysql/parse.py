@@ -83,6 +83,20 @@ class _State:
         self.groups, self.any_version = server_groups(flavour, version)
         self.known = known
         self.allow_include = True
+        self.unplaced: set[str] = set()  # groups noted as read by one server only
+
+
+def _only_for(group: str, state: _State) -> str | None:
+    """Which server alone reads ``group`` when the user named none (None: every server, or the
+    one named). A config holding [mysqld-8.0] and [mariadb] belongs to two servers."""
+    m = _VERSIONED.match(group)
+    if m and state.any_version:
+        who = "MariaDB" if m.group(1) != "mysqld" else "MySQL or MariaDB"
+        return f"a {who} {m.group(2)} server"
+    if state.flavour is None and group in set(_BASE_GROUPS["mariadb"]) - set(
+            _BASE_GROUPS["mysql"]):
+        return "MariaDB"
+    return None
 
 
 def _read(path: str, result: ConfigFile, state: _State, depth: int, origin: str | None) -> None:
@@ -116,6 +130,13 @@ def _parse_lines(text: str, path: str, result: ConfigFile, state: _State, depth:
             continue
         applies = _applies(group, state.groups, state.any_version, state.flavour)
         (result.entries if applies else result.ignored).append(entry)
+        if applies and group not in state.unplaced:
+            only = _only_for(group, state)
+            if only:  # read here as if every server read it: say which one really does
+                state.unplaced.add(group)
+                result.notes.append(f"[{group}] ({where}) is read by {only} only; without "
+                                    "--flavour and --version its options are shown as if "
+                                    "every server read them")
 
 
 def _directive(line: str, path: str, where: str, result: ConfigFile, state: _State,

@@ -68,7 +68,11 @@ def work_mem(f: Facts, workers: int) -> Bytes:
     per = (f.memory_bytes - f.memory_bytes // 4) // ((connections(f) + workers) * 3)
     if f.workload in ("olap", "mixed"):
         per //= 2  # pgtune: analytic plans run several sorts/hashes at once
-    return Bytes(max(per, 64 * KB))
+    return Bytes(max(per, WORK_MEM_FLOOR))
+
+
+# pgtune's floor (the server's own default): below it simple sorts and hashes spill to disk.
+WORK_MEM_FLOOR = 4 * MB
 
 
 def checkpoints(f: Facts) -> dict[str, object]:
@@ -79,8 +83,23 @@ def checkpoints(f: Facts) -> dict[str, object]:
 
 def io(f: Facts) -> dict[str, object]:
     m = medium(f)
-    return {"random_page_cost": 4.0 if m == "hdd" else 1.1,  # seeks cost only on spindles
+    return {"random_page_cost": 4.0 if m == "hdd" or f.workload == "olap" else 1.1,
             "effective_io_concurrency": IO_CONCURRENCY.get(m, 200)}
+
+
+def random_page_cost_reason(f: Facts) -> str:
+    m = medium(f)
+    if m == "hdd":
+        return "4.0: seeks cost on a spinning disk"
+    if f.workload == "olap":  # pgtune leaves the default for a warehouse larger than RAM
+        return ("4.0, the default, for a warehouse on flash: a lower cost makes the planner "
+                "pick index scans for large retrievals, slower than sequential scans")
+    return f"1.1: random reads cost little more on {m}"
+
+
+def autovacuum_workers(f: Facts) -> int | None:
+    """pgtune raises autovacuum_max_workers from 3 only on heavier servers (16+ CPUs)."""
+    return 5 if f.cpus >= 32 else 4 if f.cpus >= 16 else None
 
 
 def parallel(f: Facts) -> dict[str, object]:
@@ -98,6 +117,7 @@ def parallel(f: Facts) -> dict[str, object]:
 def settings(f: Facts) -> dict[str, object]:
     par = parallel(f)
     out = {**memory(f), **checkpoints(f), **io(f), **par,
+           **({"autovacuum_max_workers": n} if (n := autovacuum_workers(f)) else {}),
            "max_connections": connections(f),
            "work_mem": work_mem(f, int(par.get("max_worker_processes", 8))),
            "default_statistics_target": 500 if f.workload == "olap" else 100}
@@ -130,9 +150,11 @@ def autovacuum_work_mem(f: Facts) -> tuple[Bytes, str]:
     it (no more 1 GB dead-tuple cap), so 3 x maintenance_work_mem would be committable. RAM/64
     per worker keeps autovacuum under 5% of RAM; manual VACUUM/CREATE INDEX keep maint."""
     maint = memory(f)["maintenance_work_mem"].n
+    workers = autovacuum_workers(f) or 3
     return Bytes(min(maint, max(64 * MB, f.memory_bytes // 64))), (
-        "RAM/64 per autovacuum worker, not pgtune's maintenance_work_mem: PostgreSQL 17+ uses "
-        "all of it, so 3 workers x maintenance_work_mem would be committable")
+        "RAM/64 per autovacuum worker, not pgtune's maintenance_work_mem or its 2 GB cap: "
+        f"PostgreSQL 17+ uses all of it, so {workers} workers x maintenance_work_mem would be "
+        "committable")
 
 
 def cpu_source(f: Facts) -> str:
@@ -162,9 +184,11 @@ def extras(f: Facts) -> dict[str, tuple[object, str]]:
     out: dict[str, tuple[object, str]] = {"wal_compression": wal_compression(f),
                                           "autovacuum_work_mem": autovacuum_work_mem(f),
                                           **few_cpu_parallel(f)}
-    if f.workload in ("oltp", "kv"):
-        out["jit"] = ("off", "OLTP: short queries, where JIT compilation costs more than it "
-                             "saves (pgtune too sets jit = off for OLTP on PostgreSQL 12+)")
+    if f.workload in ("oltp", "kv", "mixed"):
+        label = {"oltp": "OLTP", "kv": "key-value", "mixed": "mixed"}[f.workload]
+        out["jit"] = ("off", f"{label}: short queries, where JIT compilation "
+                             "costs more than it saves (pgtune too sets jit = off for web, "
+                             "OLTP and mixed loads on PostgreSQL 12+)")
     return out
 
 
@@ -182,8 +206,9 @@ class PostgresBaseline(Rule):
     def effects(self, f: Facts):
         why = {"shared_buffers": "25% of RAM", "effective_cache_size": "75% of RAM",
                "maintenance_work_mem": "RAM/16 (OLAP RAM/8), at most 8 GB",
-               "random_page_cost": ("4.0: seeks cost on a spinning disk" if medium(f) == "hdd"
-                                    else f"1.1: random reads cost little more on {medium(f)}"),
+               "random_page_cost": random_page_cost_reason(f),
+               "autovacuum_max_workers": "4 from 16 CPUs, 5 from 32: more tables vacuumed "
+                                         "at once on a heavier server",
                "effective_io_concurrency": f"prefetch depth {medium(f)} sustains",
                "wal_buffers": "3% of shared_buffers, at most 16 MB",
                "work_mem": "RAM left / (3 x (connections + workers))"}

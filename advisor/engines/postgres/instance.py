@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,16 @@ import psycopg
 
 from pmem_advisor.connection import ConnInfo
 from pmem_advisor.errors import AdvisorError, EnvironmentProblem, ServerError, UsageError
-from pmem_advisor.fileio import read_text_nofollow, write_file_safely
+from pmem_advisor.fileio import (
+    held_dir,
+    make_owned_dir,
+    open_checked,
+    read_at,
+    read_text_nofollow,
+    unlink_at,
+    write_file_safely,
+)
 from pmem_advisor.instances.base import DB_NAME, Instance
-from pmem_advisor.instances.privileges import hand_over
 from pmem_advisor.knobs.units import parse_bytes
 
 INCLUDE_FILE = "pmem-advisor.conf"
@@ -100,42 +108,51 @@ class PostgresInstance(Instance):
             cmd.append("--no-data-checksums")  # on by default since 18
         self.run_tool(cmd, "initdb")
         if wal_stage is not None:
-            _move_up(wal_stage)
-        _move_up(data_stage)
+            _move_up(wal_stage, self.user.uid)
+        _move_up(data_stage, self.user.uid)
         if self.wal_dir is not None:  # initdb linked pg_wal to the stage: link the real dir
-            link, tmp = self.data_dir / "pg_wal", self.data_dir / ".pg_wal.pmem-advisor"
-            tmp.unlink(missing_ok=True)
-            os.symlink(self.wal_dir, tmp)
-            if self.user.privileged:
-                os.chown(tmp, self.user.uid, self.user.gid, follow_symlinks=False)
-            os.replace(tmp, link)
+            self._link_pg_wal()
         conf = self.data_dir / "postgresql.conf"
         # Through the safe writer: the data directory belongs to the server user by now.
         write_file_safely(conf, read_text_nofollow(conf) + (
             "\n# --- managed by pmem-advisor: the candidate config, included last ---\n"
-            f"include '{INCLUDE_FILE}'\n"), backup=False)
+            f"include '{INCLUDE_FILE}'\n"), backup=False, mode=0o600, owner=self._owner)
+
+    def _link_pg_wal(self) -> None:
+        """``pg_wal`` -> the WAL directory, made and renamed into place relative to a held
+        descriptor of the data directory. The link stays root's: PostgreSQL follows it
+        whoever owns it, and an lchown by name could land on a file swapped in."""
+        tmp = ".pg_wal.pmem-advisor"
+        with held_dir(self.data_dir) as dfd:
+            unlink_at(dfd, tmp)
+            os.symlink(str(self.wal_dir), tmp, dir_fd=dfd)
+            os.replace(tmp, "pg_wal", src_dir_fd=dfd, dst_dir_fd=dfd)
 
     def _stage(self, directory: Path) -> Path:
         """A fresh, empty subdirectory of ``directory`` (marked, so the reaper may empty it)
         for initdb, given to the server user."""
         stage = directory / STAGE
-        if os.path.lexists(stage):  # a killed initialisation's
-            if stage.is_dir() and not stage.is_symlink():
-                shutil.rmtree(stage)
-            else:
-                stage.unlink()
-        stage.mkdir(mode=0o700)
-        hand_over(stage, self.user)
+        with held_dir(directory) as dfd:
+            try:  # a killed initialisation's
+                st = os.stat(STAGE, dir_fd=dfd, follow_symlinks=False)
+            except FileNotFoundError:
+                st = None
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(STAGE, dir_fd=dfd)  # fd-based: follows no link inside
+            elif st is not None:
+                os.unlink(STAGE, dir_fd=dfd)
+            os.close(make_owned_dir(dfd, STAGE, self._owner, 0o700, str(stage)))
         return stage
 
     # --- start -----------------------------------------------------------------------------
 
     def _write_config(self, config_text: str) -> None:
+        # Owned by the server user from its creation (fchown on the new file's descriptor,
+        # then renamed into place): a chown by name afterwards could be raced by a link
+        # renamed over it in the server-owned data directory (issue 50).
         path = self.data_dir / INCLUDE_FILE
         write_file_safely(path, config_text if config_text.endswith("\n") or not config_text
-                          else config_text + "\n", backup=False, mode=0o600)
-        if self.user.privileged:
-            os.chown(path, self.user.uid, self.user.gid)
+                          else config_text + "\n", backup=False, mode=0o600, owner=self._owner)
 
     def _server_command(self) -> list[str]:
         listen = "127.0.0.1" if self.tcp else ""
@@ -148,8 +165,10 @@ class PostgresInstance(Instance):
         ]
 
     def _pidfile_lines(self) -> list[str]:
-        try:
-            return (self.data_dir / "postmaster.pid").read_text().splitlines()
+        try:  # by descriptor, bounded: the server writes it, and could make it a FIFO or link
+            with held_dir(self.data_dir) as dfd:
+                return read_at(dfd, "postmaster.pid", str(self.data_dir / "postmaster.pid"),
+                               4096, owners=(self.user.uid,)).splitlines()
         except (FileNotFoundError, PermissionError):
             return []
 
@@ -197,17 +216,15 @@ class PostgresInstance(Instance):
             shmid = lines[6].split()[1]
             if _shm_unattached(shmid):
                 subprocess.run(["ipcrm", "-m", shmid], capture_output=True)
-        (self.data_dir / "postmaster.pid").unlink(missing_ok=True)
+        with held_dir(self.data_dir) as dfd:
+            unlink_at(dfd, "postmaster.pid")
 
     def _after_restore(self) -> None:
         """A golden copy may come from another instance: re-point pg_wal at our WAL dir."""
-        link = self.data_dir / "pg_wal"
-        if self.wal_dir is not None and link.is_symlink():
-            link.unlink()
-            link.symlink_to(self.wal_dir)
-            if self.user.privileged:
-                os.chown(link, self.user.uid, self.user.gid, follow_symlinks=False)
-        (self.data_dir / "postmaster.pid").unlink(missing_ok=True)
+        with held_dir(self.data_dir) as dfd:
+            if self.wal_dir is not None and _is_link_at(dfd, "pg_wal"):
+                self._link_pg_wal()
+            unlink_at(dfd, "postmaster.pid")
 
     def refusal_reason(self, log_text: str) -> str:
         picked: list[str] = []
@@ -271,10 +288,23 @@ def _shm_unattached(shmid: str) -> bool:
     return False
 
 
-def _move_up(stage: Path) -> None:
+def _is_link_at(dfd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _move_up(stage: Path, server_uid: int) -> None:
     """Move initdb's output from ``stage`` into its parent, entry by entry (same file system:
-    each move is a rename), then remove the empty stage."""
-    parent = stage.parent
-    for name in os.listdir(stage):
-        os.rename(stage / name, parent / name)
-    os.rmdir(stage)
+    each move is a rename), then remove the empty stage. Both directories are the server
+    user's: each rename is relative to descriptors held of them, the stage opened
+    ``O_NOFOLLOW`` (swapped for a link to /etc, it is refused, not emptied)."""
+    with held_dir(stage.parent) as pfd:
+        sfd = open_checked(pfd, stage.name, str(stage), directory=True, owners=(server_uid,))
+        try:
+            for name in os.listdir(sfd):
+                os.rename(name, name, src_dir_fd=sfd, dst_dir_fd=pfd)
+        finally:
+            os.close(sfd)
+        os.rmdir(stage.name, dir_fd=pfd)

@@ -27,7 +27,7 @@ from typing import Any
 from pmem_advisor.connection import ConnInfo
 from pmem_advisor.engines.tarantool.workload import eval_lua
 from pmem_advisor.errors import EnvironmentProblem, UsageError
-from pmem_advisor.fileio import write_file_safely
+from pmem_advisor.fileio import held_dir, unlink_at, write_file_safely
 from pmem_advisor.instances.base import Instance
 from pmem_advisor.instances.discovery import ServerBinary
 
@@ -147,12 +147,13 @@ class TarantoolInstance(Instance):
         ])
 
     def _write_config(self, config_text: str) -> None:
-        self.ready_path.unlink(missing_ok=True)  # the next start writes it again
-        write_file_safely(self.home / CONFIG_FILE, config_text or "box.cfg{}\n", backup=False)
-        write_file_safely(self.home / WRAPPER_FILE, self._wrapper(), backup=False)
-        if self.user.privileged:
-            for name in (CONFIG_FILE, WRAPPER_FILE):
-                os.chown(self.home / name, self.user.uid, self.user.gid)
+        with held_dir(self.ready_path.parent) as dfd:  # the next start writes it again
+            unlink_at(dfd, self.ready_path.name)
+        # owned by the server user from creation: no chown by name in its home (issue 50)
+        write_file_safely(self.home / CONFIG_FILE, config_text or "box.cfg{}\n", backup=False,
+                          owner=self._owner)
+        write_file_safely(self.home / WRAPPER_FILE, self._wrapper(), backup=False,
+                          owner=self._owner)
 
     def _server_command(self) -> list[str]:
         return [str(self.server_path), str(self.home / WRAPPER_FILE)]

@@ -89,3 +89,27 @@ def test_fifo_and_devices_are_never_read(tmp_path):
         parse_mycnf(str(main))
     with pytest.raises(InputError, match="not a regular file"):
         parse_mycnf("/dev/zero")
+
+
+MIXED = ("[mysqld-8.0]\ninnodb_buffer_pool_size = 1G\n"
+         "[mariadb]\naria_pagecache_buffer_size = 64M\n"
+         "[mysqld]\nmax_connections = 100\n")
+
+
+def test_groups_of_two_servers_are_named_when_no_server_is():
+    """issue 49: a config holding [mysqld-8.0] and [mariadb] belongs to two servers; without a
+    named one, parse says which groups it read as if every server did."""
+    notes = parse_mycnf_text(MIXED, "my.cnf").notes
+    assert any("[mysqld-8.0] (my.cnf:2) is read by a MySQL or MariaDB 8.0 server only" in n
+               for n in notes), notes
+    assert any("[mariadb] (my.cnf:4) is read by MariaDB only" in n for n in notes), notes
+    assert not any("[mysqld]" in n for n in notes)
+
+
+def test_the_named_server_reads_its_own_groups_without_a_note():
+    maria = parse_mycnf_text(MIXED, "my.cnf", flavour="mariadb", version="10.11")
+    assert {e.name for e in maria.entries} == {"aria_pagecache_buffer_size", "max_connections"}
+    assert maria.notes == []
+    mysql = parse_mycnf_text(MIXED, "my.cnf", flavour="mysql", version="8.0")
+    assert {e.name for e in mysql.entries} == {"innodb_buffer_pool_size", "max_connections"}
+    assert mysql.notes == []

@@ -1,0 +1,324 @@
+"""MySQL catalogs from the server's own recorded output (``make catalogs``).
+
+    python -m pmem_advisor.knobs.recorded            # write generated/mysql-<series>.json
+    python -m pmem_advisor.knobs.recorded --check    # exit 1 when a shipped one differs
+    python -m pmem_advisor.knobs.recorded extract --help-result R [--sys-vars-dir D] ...
+                                                     # a new extract from a source tree
+
+No MySQL server installs here (Debian ships MariaDB), but the MySQL source tree records what
+its server prints: ``mysql-test/r/mysqld--help-notwin.result`` is ``mysqld --verbose --help``
+of that release (every option, then the variables table with each default), checked by the
+release's own test suite. Its filter (``mysql-test/include/mysqld--help.inc``) leaves out the
+options of plugins that may or may not be built (``@plugins``: innodb, ssl, mysqlx, ...); the
+sys_vars suite (``mysql-test/suite/sys_vars/r/<name>_basic.result``) names the variables of
+those the test leaves out, where it is at hand. ``sql/sys_vars.cc``'s ``sql_mode_names[]`` is
+the server's own table of sql_mode words (the ``NOT_USED*`` slots are the modes 8.0 removed:
+the server refuses them, ER_UNSUPPORTED_SQL_MODE).
+
+``knobs/data/recorded/mysql-<series>.txt`` holds a faithful extract of those files (names,
+argument forms, the variables table line by line) with a provenance header per section; this
+module turns it into ``knobs/data/generated/mysql-<series>.json`` with ``read_from:
+recorded``. The list is complete for every name outside ``@plugins``: a name it lacks is one
+the server refuses to start with (CK002 FAILs it); a name under one of those prefixes that the
+sys_vars list does not have may still belong to a built plugin, so it is only reported
+(``Catalog.covers``). Offline: nothing here needs the network or a server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import re
+import sys
+from pathlib import Path
+
+import jsonschema
+
+from pmem_advisor.fileio import write_file_safely
+from pmem_advisor.knobs.generate import FORMAT, OUT_DIR, SCHEMA, render
+
+RECORDED = Path(__file__).resolve().parent / "data" / "recorded"
+SECTIONS = ("options", "variables", "unlisted", "sys_vars", "sql_mode", "deprecated")
+# The variables table prints these for a value that depends on the host or the build.
+_NO_DEFAULT = "(No default value)"
+_PLACEHOLDER = re.compile(r"^#+$|MYSQL_[A-Z]+DIR|MYSQLTEST_VARDIR")
+# "  --name=#", "  --name[=name]", "  -a, --ansi   text": an option head of the option list
+# The text wraps with one leading space too, and cites options (" --plugin-load in an
+# incremental way"): a head ends the line, or has two spaces or one and a capital after it.
+_HEAD = re.compile(r"^ (?:-[A-Za-z?#], )?--([a-z0-9][A-Za-z0-9-]*)(\[?=[#a-z]+\]?)?"
+                   r"(?: ?$|  | [A-Z(])")
+
+
+class RecordedError(ValueError):
+    """A recorded extract that does not read as one: a bug in the shipped data."""
+
+
+# -- reading an extract --------------------------------------------------------------------
+def read_extract(path: Path) -> dict:
+    """The sections of one extract: ``head`` (its provenance lines), ``sources`` (section ->
+    provenance lines), and each section's lines."""
+    doc: dict = {"head": {}, "sources": {}, **{s: [] for s in SECTIONS}}
+    section = None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("[") and line.rstrip().endswith("]"):
+            section = line.strip()[1:-1]
+            if section not in SECTIONS:
+                raise RecordedError(f"{path.name}:{number}: unknown section [{section}]")
+            doc["sources"][section] = {}
+            continue
+        if line.startswith("#"):
+            key, _, value = line[1:].strip().partition(":")
+            if value:
+                target = doc["head"] if section is None else doc["sources"][section]
+                target[key.strip()] = value.strip()
+            continue
+        if section is None:
+            if line.strip():
+                raise RecordedError(f"{path.name}:{number}: text before the first section")
+            continue
+        if section != "variables" and not line.strip():
+            continue
+        doc[section].append(line)
+    for need in ("options", "variables"):
+        if not doc[need]:
+            raise RecordedError(f"{path.name}: no [{need}] section")
+    return doc
+
+
+def _option_forms(lines: list[str]) -> dict[str, str]:
+    """name -> its argument form ('', '=#', '[=name]', ...) from the [options] lines."""
+    forms = {}
+    for line in lines:
+        name, _, form = line.strip().partition(" ")
+        forms[name.replace("-", "_")] = form.strip()
+    return forms
+
+
+def _variables(lines: list[str]) -> dict[str, str | None]:
+    """name -> default text from the variables table (None: no default, or host-dependent)."""
+    out: dict[str, str | None] = {}
+    for line in lines:
+        if not line.strip():
+            continue
+        name, _, value = line.partition(" ")
+        # the table pads with one space; a value may be empty ("init-connect ") or hold spaces
+        value = value.rstrip("\n")
+        if value == _NO_DEFAULT or _PLACEHOLDER.search(value):
+            out[name.replace("-", "_")] = None
+        else:
+            out[name.replace("-", "_")] = value.strip()
+    return out
+
+
+def _type_of(form: str | None, default: str | None) -> str:
+    """The value type the help gives: 'TRUE'/'FALSE' defaults and argument-less options are
+    booleans, '=#' numbers, the rest text (the help lists no enum values or ranges)."""
+    if default in ("TRUE", "FALSE"):
+        return "bool"
+    if form is None:
+        return "string"
+    if form == "":
+        return "bool"
+    return "int" if "#" in form else "string"
+
+
+def build(series: str, path: Path | None = None) -> dict:
+    """The generated-catalog document of MySQL ``series`` from its recorded extract."""
+    path = path or RECORDED / f"mysql-{series}.txt"
+    doc = read_extract(path)
+    head, sources = doc["head"], doc["sources"]
+    forms = _option_forms(doc["options"])
+    defaults = _variables(doc["variables"])
+    sys_vars = {line.strip() for line in doc["sys_vars"]}
+    sql_modes = [line.strip() for line in doc["sql_mode"]]
+    deprecated = {line.strip().replace("-", "_") for line in doc["deprecated"]}
+    help_src = sources.get("options", {})
+    knobs = []
+    for name in sorted(set(forms) | set(defaults) | sys_vars):
+        default = defaults.get(name)
+        listed = name in forms or name in defaults
+        entry = {"name": name, "type": _type_of(forms.get(name), default) if listed
+                 else "string", "default": default, "scope": "restart",
+                 "config_file": True, "category": "server",
+                 "description": "recorded: mysqld --verbose --help" if listed else
+                 "recorded: sys_vars test " + f"{name}_basic.result (type not recorded)"}
+        if name == "sql_mode" and sql_modes:
+            entry["members"] = sql_modes
+        if name in deprecated:  # the help says so; not since which release
+            entry["deprecated"] = f"{head['server_version']} or earlier"
+        knobs.append(entry)
+    version = head["server_version"]
+    reference = (f"{help_src.get('path', '?')} of {help_src.get('repo', '?')} at "
+                 f"{help_src.get('commit', '?')}")
+    return {
+        "format": FORMAT,
+        "flavour": "mysql",
+        "engine": "mysql",
+        "series": series,
+        "server_version": version,
+        "source": "mysqld --verbose --help (recorded)",
+        "read_from": "recorded",
+        "complete": True,
+        "unlisted_prefixes": sorted({p.strip() for line in doc["unlisted"]
+                                     for p in line.split()}),
+        "reference": reference,
+        "recorded": {s: v for s, v in sources.items() if v},
+        "generated_at": datetime.date.today().isoformat(),
+        "generated_by": "make catalogs (python -m pmem_advisor.knobs.recorded)",
+        "knobs": knobs,
+    }
+
+
+# -- making an extract from a source tree --------------------------------------------------
+def extract_help(text: str) -> tuple[list[str], list[str], list[str]]:
+    """(option lines, variables-table lines, deprecated names) of a mysqld--help result: each
+    option head as 'name form', the table verbatim, the options whose own text says
+    "deprecated". The lines before the first option (the option-file arguments
+    --print-defaults ...) are no my.cnf settings and are left out."""
+    start = text.find("\nVariables (--variable-name=value)\n")
+    if start < 0:
+        raise RecordedError("no 'Variables (--variable-name=value)' table")
+    options_part, table = text[:start], text[start:].split("\n")[2:]
+    end = next((i for i, line in enumerate(table) if not line.strip()), len(table))
+    options, deprecated, current = [], [], None
+    for line in options_part.split("\n"):
+        m = _HEAD.match(line)
+        if m:
+            current = m.group(1)
+            options.append(f"{current} {m.group(2) or ''}".rstrip())
+        if current and "deprecated" in line.lower() and current not in deprecated:
+            deprecated.append(current)
+    return options, table[:end], deprecated
+
+
+def extract_sql_modes(source: str) -> list[str]:
+    """The words of ``sql_mode_names[]`` in sql/sys_vars.cc, less the NOT_USED* slots."""
+    m = re.search(r"sql_mode_names\[\]\s*=\s*\{(.*?)\}", source, re.S)
+    if not m:
+        raise RecordedError("no sql_mode_names[] in the source")
+    return [w for w in re.findall(r'"([A-Z0-9_]+)"', m.group(1)) if not w.startswith("NOT_USED")]
+
+
+def extract_plugins(inc: str) -> list[str]:
+    """The ``@plugins=qw/.../`` prefixes mysqld--help.inc leaves out of the result."""
+    m = re.search(r"@plugins=qw/([^/]*)/", inc)
+    if not m:
+        raise RecordedError("no @plugins list in mysqld--help.inc")
+    return m.group(1).split()
+
+
+# -- the command ---------------------------------------------------------------------------
+def series_here() -> list[str]:
+    return sorted(p.stem.removeprefix("mysql-") for p in RECORDED.glob("mysql-*.txt"))
+
+
+def _undated(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k != "generated_at"}
+
+
+def extract_main(argv: list[str]) -> int:
+    """Write an extract (stdout) from a MySQL source tree's files; the provenance is given."""
+    ap = argparse.ArgumentParser(prog="python -m pmem_advisor.knobs.recorded extract")
+    ap.add_argument("--server-version", required=True)
+    ap.add_argument("--repo", required=True, help="owner/name the files were read from")
+    ap.add_argument("--help-result", type=Path, required=True)
+    ap.add_argument("--help-commit", required=True)
+    ap.add_argument("--help-inc", type=Path, required=True)
+    ap.add_argument("--sys-vars-names", type=Path, help="one <name> of <name>_basic.result a line")
+    ap.add_argument("--sys-vars-commit")
+    ap.add_argument("--sys-vars-cc", type=Path)
+    ap.add_argument("--sys-vars-cc-commit")
+    ap.add_argument("--deprecated-names", type=Path,
+                    help="the deprecated options, one a line, when the result has no text")
+    ap.add_argument("--drop", nargs="*", default=[],
+                    help="option names a fork added (not the release's own)")
+    args = ap.parse_args(argv)
+    today = datetime.date.today().isoformat()
+    try:
+        options, table, deprecated = extract_help(
+            args.help_result.read_text(encoding="utf-8"))
+        plugins = extract_plugins(args.help_inc.read_text(encoding="utf-8"))
+        modes = (extract_sql_modes(args.sys_vars_cc.read_text(encoding="utf-8"))
+                 if args.sys_vars_cc else [])
+    except (OSError, RecordedError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    drop = {d.replace("_", "-") for d in args.drop}
+    options = [o for o in options if o.split()[0] not in drop]
+    table = [t for t in table if t.split(" ")[0] not in drop]
+
+    def source(path: str, commit: str, what: str) -> list[str]:
+        return [f"# repo: {args.repo}", f"# commit: {commit}", f"# path: {path}",
+                f"# retrieved: {today}", f"# extract: {what}"]
+
+    out = [f"# server_version: {args.server_version}",
+           "# written by: python -m pmem_advisor.knobs.recorded extract", "",
+           "[options]", *source("mysql-test/r/mysqld--help-notwin.result", args.help_commit,
+                                "each option head of the option list: name and argument form"
+                                + (f"; left out (a fork's own): {' '.join(sorted(drop))}"
+                                   if drop else "")),
+           *options, "", "[variables]",
+           *source("mysql-test/r/mysqld--help-notwin.result", args.help_commit,
+                   "the variables table, verbatim"), *table, "",
+           "[unlisted]", *source("mysql-test/include/mysqld--help.inc", args.help_commit,
+                                 "@plugins: prefixes the result leaves out"), " ".join(plugins)]
+    if args.sys_vars_names:
+        out += ["", "[sys_vars]",
+                *source("mysql-test/suite/sys_vars/r/*_basic.result", args.sys_vars_commit or "?",
+                        "names under the @plugins prefixes, each also named inside its own file"),
+                *args.sys_vars_names.read_text(encoding="utf-8").split()]
+    if args.deprecated_names:  # a listing read without its text: the names written out
+        deprecated = args.deprecated_names.read_text(encoding="utf-8").split()
+    out += ["", "[deprecated]", *source("mysql-test/r/mysqld--help-notwin.result",
+                                        args.help_commit, "options whose own text says "
+                                        "they are deprecated"), *deprecated]
+    if modes:
+        out += ["", "[sql_mode]", *source("sql/sys_vars.cc", args.sys_vars_cc_commit or "?",
+                                          "sql_mode_names[] less its NOT_USED* slots"), *modes]
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["extract"]:
+        return extract_main(argv[1:])
+    ap = argparse.ArgumentParser(prog="python -m pmem_advisor.knobs.recorded",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=OUT_DIR, help="output folder")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 when a shipped file differs")
+    args = ap.parse_args(argv)
+    if not series_here():  # e.g. an install whose package data left the .txt extracts out
+        print(f"error: no recorded extracts (mysql-<series>.txt) in {RECORDED}", file=sys.stderr)
+        return 2
+    status = 0
+    for series in series_here():
+        try:
+            doc = build(series)
+            jsonschema.validate(doc, SCHEMA)
+        except (RecordedError, KeyError, jsonschema.ValidationError) as e:
+            print(f"error: mysql-{series}.txt: {getattr(e, 'message', e)}", file=sys.stderr)
+            return 2
+        path = args.out / f"mysql-{series}.json"
+        old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        if old is not None and old.get("read_from") == "server":
+            print(f"{path.name}: read from a running server; kept", file=sys.stderr)
+            continue  # a server's own answer (knobs.generate, where one runs) beats its record
+        same = old is not None and _undated(old) == _undated(doc)
+        if args.check:
+            print(f"{path.name}: {'up to date' if same else 'DIFFERS'}", file=sys.stderr)
+            status |= 0 if same else 1
+            continue
+        if same:
+            print(f"{path.name}: up to date ({len(doc['knobs'])} names)", file=sys.stderr)
+            continue
+        write_file_safely(path, render(doc), backup=False)
+        print(f"wrote {path} ({len(doc['knobs'])} names, recorded by MySQL "
+              f"{doc['server_version']})")
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,207 @@
+"""MySQL 8.0/8.4 catalogs from the servers' own recorded output (knobs/recorded.py, issue 49).
+
+The expected facts are read from the stored extracts (knobs/data/recorded), not typed here:
+the parser must give back every name and default of the variables table, the catalog must
+regenerate to the shipped file, and `check` must pass the server's own defaults and refuse
+what the listing lacks. Offline: no network, no server.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from pmem_advisor.knobs import recorded
+from pmem_advisor.knobs.catalog import load_catalog
+
+SERIES = ("8.0", "8.4")
+
+
+def _table(series: str) -> dict[str, str]:
+    """name -> default text, read straight from the extract's variables table lines."""
+    doc = recorded.read_extract(recorded.RECORDED / f"mysql-{series}.txt")
+    out = {}
+    for line in doc["variables"]:
+        if line.strip():
+            name, _, value = line.partition(" ")
+            out[name.replace("-", "_")] = value.strip()
+    return out
+
+
+@pytest.mark.parametrize("series", SERIES)
+def test_parser_keeps_every_name_and_default_of_the_recorded_table(series):
+    doc = recorded.build(series)
+    knobs = {k["name"]: k for k in doc["knobs"]}
+    table = _table(series)
+    assert len(table) > 380  # the whole table, not a sample
+    for name, text in table.items():
+        assert name in knobs, name
+        if text == "(No default value)" or re.fullmatch(r"#+", text) or "MYSQL_" in text:
+            assert knobs[name]["default"] is None, name  # host- or build-dependent
+        else:
+            assert knobs[name]["default"] == text, name
+    # the argument form types the value: '=#' a number, no argument a flag
+    assert knobs["max_connections"]["type"] == "int"
+    assert knobs["autocommit"]["type"] == "bool"
+    assert knobs["log_bin"]["type"] == "string"
+    heads = recorded.read_extract(recorded.RECORDED / f"mysql-{series}.txt")["options"]
+    assert {h.split()[0].replace("-", "_") for h in heads} <= set(knobs)
+
+
+def test_the_recorded_lists_differ_where_the_releases_do():
+    """Removed by 8.4 (absent from its listing), present in 8.0's: read from the files."""
+    old = {k["name"] for k in recorded.build("8.0")["knobs"]}
+    new = {k["name"] for k in recorded.build("8.4")["knobs"]}
+    assert {"default_authentication_plugin", "expire_logs_days", "master_info_repository",
+            "transaction_write_set_extraction"} <= old - new
+    assert {"restrict_fk_on_non_standard_key", "mysql_native_password"} <= new - old
+    modes = recorded.build("8.0")["knobs"]
+    sql_mode = next(k for k in modes if k["name"] == "sql_mode")
+    assert "STRICT_TRANS_TABLES" in sql_mode["members"]
+    assert not any(m.startswith("NOT_USED") or m == "NO_AUTO_CREATE_USER"
+                   for m in sql_mode["members"])
+
+
+def test_extract_of_a_help_result_reads_heads_not_the_text_that_cites_them():
+    text = ("The following options may be given as the first argument:\n"
+            "--print-defaults Print the program argument list and exit.\n\n"
+            " --autocommit        Set default value for autocommit (0 or 1)\n"
+            " --check-proxy-users If set to FALSE (the default), then\n"
+            " --plugin-load-add=name \n"
+            " Optional list. This option adds to the list specified by\n"
+            " --plugin-load in an incremental way. Multiple\n"
+            " -P, --port=#        Port number to use\n"
+            " --sql-mode=name     Syntax: sql-mode=mode. This option is deprecated.\n"
+            "\nVariables (--variable-name=value)\n"
+            "autocommit TRUE\nport ####\nsql-mode STRICT_TRANS_TABLES\n\nTo see what\n")
+    options, table, deprecated = recorded.extract_help(text)
+    assert options == ["autocommit", "check-proxy-users", "plugin-load-add =name", "port =#",
+                       "sql-mode =name"]
+    assert table == ["autocommit TRUE", "port ####", "sql-mode STRICT_TRANS_TABLES"]
+    assert deprecated == ["sql-mode"]
+    with pytest.raises(recorded.RecordedError):
+        recorded.extract_help("no table here")
+
+
+def test_make_catalogs_check_round_trips(tmp_path):
+    assert recorded.main(["--check"]) == 0  # the shipped files are what the extracts give
+    assert recorded.main(["--out", str(tmp_path)]) == 0
+    for series in SERIES:
+        path = tmp_path / f"mysql-{series}.json"
+        doc = json.loads(path.read_text())
+        assert doc["read_from"] == "recorded" and doc["complete"]
+        doc["knobs"] = doc["knobs"][1:]  # a shipped file that lost a name
+        path.write_text(json.dumps(doc))
+    assert recorded.main(["--check", "--out", str(tmp_path)]) == 1
+
+
+def test_a_list_read_from_a_running_server_is_kept(tmp_path):
+    path = tmp_path / "mysql-8.4.json"
+    path.write_text(json.dumps({"read_from": "server", "knobs": []}))
+    assert recorded.main(["--out", str(tmp_path)]) == 0
+    assert json.loads(path.read_text())["read_from"] == "server"
+
+
+def test_no_extracts_is_an_error_not_silence(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(recorded, "RECORDED", tmp_path)
+    assert recorded.main(["--check"]) == 2
+    assert "no recorded extracts" in capsys.readouterr().err
+
+
+def test_a_broken_extract_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    bad = tmp_path / "mysql-8.0.txt"
+    bad.write_text("# server_version: 8.0.41\n[options]\nport =#\n")  # no variables table
+    monkeypatch.setattr(recorded, "RECORDED", tmp_path)
+    assert recorded.main(["--check"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: mysql-8.0.txt") and "\n" not in err
+
+
+def _check(run_cli, tmp_path, series: str, lines: list[str]) -> tuple[int, list[dict]]:
+    cnf = tmp_path / "my.cnf"
+    cnf.write_text("[mysqld]\n" + "\n".join(lines) + "\n")
+    code, out, err = run_cli("check", "--db", "mysql", "--version", series, "--config",
+                             str(cnf), "--format", "json")
+    assert code in (0, 1), err
+    return code, json.loads(out)["findings"]
+
+
+@pytest.mark.parametrize("series", SERIES)
+def test_check_passes_the_servers_own_defaults(run_cli, tmp_path, series):
+    """A my.cnf of every default the recorded variables table prints: no FAIL at all."""
+    doc = recorded.build(series)
+    lines = [f"{k['name']} = {k['default']}" for k in doc["knobs"]
+             if k["default"] is not None and k["description"].startswith("recorded: mysqld")]
+    assert len(lines) > 300
+    code, findings = _check(run_cli, tmp_path, series, lines)
+    fails = [f"{f['rule']} {f['subject']}: {f['message']}" for f in findings
+             if f["severity"] == "fail"]
+    assert fails == [] and code == 0
+
+
+@pytest.mark.parametrize("series,line", [
+    ("8.4", "default_authentication_plugin = mysql_native_password"),
+    ("8.4", "master_info_repository = TABLE"),
+    ("8.4", "no_such_option_at_all = 1"),
+    ("8.0", "query_cache_size = 0"),
+    ("8.0", "no_such_option_at_all = 1"),
+    ("8.0", "sql_mode = STRICT_TRANS_TABLES,NO_AUTO_CREATE_USER"),
+    ("8.4", "sql_mode = NO_AUTO_CREATE_USER"),
+])
+def test_check_fails_what_the_recorded_listing_refuses(run_cli, tmp_path, series, line):
+    code, findings = _check(run_cli, tmp_path, series, [line])
+    name = line.split()[0]
+    mine = [f for f in findings if f["rule"] == "CK002" and f["subject"] == name]
+    assert code == 1 and mine and mine[0]["severity"] == "fail", findings
+
+
+def test_a_refusal_names_the_recorded_source(run_cli, tmp_path):
+    _, findings = _check(run_cli, tmp_path, "8.4", ["no_such_option_at_all = 1"])
+    msg = next(f["message"] for f in findings if f["subject"] == "no_such_option_at_all")
+    src = recorded.build("8.4")["recorded"]["options"]
+    assert "refuses to start" in msg and src["path"] in msg and src["commit"] in msg
+
+
+def test_names_another_series_lists_under_an_unlisted_prefix_are_not_removed(run_cli, tmp_path):
+    """8.0's list has InnoDB names (its sys_vars results), 8.4's leaves InnoDB out: such a name
+    is not 'removed in 8.4', and a config of them gets no FAIL there."""
+    names = [k["name"] for k in recorded.build("8.0")["knobs"]
+             if k["name"].startswith(("innodb_", "ssl_", "mysqlx_"))]
+    assert len(names) > 150
+    c = load_catalog("mysql", "mysql", "8.4")
+    assert not [n for n in names if n in c.absent]
+    code, findings = _check(run_cli, tmp_path, "8.4", ["innodb_lock_wait_timeout = 50",
+                                                      "ssl_ca = /etc/ca.pem",
+                                                      "innodb_print_all_deadlocks = ON"])
+    assert code == 0 and not [f for f in findings if f["severity"] == "fail"], findings
+
+
+def test_a_name_the_listing_leaves_out_is_only_reported():
+    c = load_catalog("mysql", "mysql", "8.4")
+    assert c.complete and c.covers("no_such_option") and not c.covers("innodb_foo")
+    assert not c.covers("ssl_foo") and c.covers("sslx_foo") is True
+
+
+@pytest.mark.server
+def test_the_extractor_reads_a_live_servers_help_as_the_server_lists_it():
+    """MariaDB prints --verbose --help with the same my_getopt code as MySQL: squeezed as
+    mysqld--help.inc squeezes it, the extractor must find exactly the options the server's
+    own list (the catalog generator's reading of it) has, capitals included."""
+    import subprocess
+
+    from pmem_advisor.knobs import generate
+    from tests.knobs.test_catalog_sources import _server
+
+    binary = _server("mysql", "mariadb", "10.11")
+    text = subprocess.run([str(binary.server), "--no-defaults", "--verbose", "--help"],
+                          capture_output=True, text=True, timeout=120, cwd="/").stdout
+    lines = [line for line in text.split("\n") if not re.match(r"^[\- ]+\s?$", line)
+             and "Value (after reading options)" not in line]
+    squeezed = "\n".join(re.sub(r"[ ]+", " ", line, count=1) for line in lines)
+    options, table, _ = recorded.extract_help(squeezed)
+    names = {o.split()[0] for o in options} | {t.split(" ")[0] for t in table if t.strip()}
+    names = {n.replace("-", "_").lower() for n in names}
+    assert names == generate.my_settable(binary.server)
+    assert "wsrep_osu_method" in names  # a name with capitals (wsrep_OSU_method)

@@ -1,0 +1,110 @@
+"""Snapshots a real kernel produced (Debian 6.1 in QEMU, scripts/qemu_guest.py capture): the
+probe, offline on the snapshot, reports what the kernel's own tools reported in the same
+guest (ndctl, daxctl, numactl, /proc/mounts, stored beside it), field by field.
+
+The pmem inventory is checked twice: as the probe reports it (ndctl's JSON merged with sysfs)
+and from sysfs alone (ndctl's recorded output removed), so the sysfs reader is proven against
+the real kernel's attribute layout and not only against ndctl.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pmem_advisor.probes.pmem_sysfs import read_sysfs
+from pmem_advisor.probes.profile import probe
+from pmem_advisor.probes.reading import ProbeContext
+from pmem_advisor.probes.snapshot import open_snapshot
+from tests.probes import kernel_compare as kc
+
+FIXTURES = Path(__file__).parent / "fixtures"
+# The NVDIMM topologies (an ACPI NFIT with regions); kernel-6.1-cxl has only a CXL memdev.
+KERNEL = ["kernel-6.1-nvdimm2", "kernel-6.1-numa2", "kernel-6.1-kmem"]
+
+
+def _read(name: str, file: str) -> str:
+    path = FIXTURES / name / file
+    return path.read_text() if path.exists() else ""
+
+
+@pytest.fixture(scope="module")
+def profiles() -> dict:
+    return {}
+
+
+def _profile(name: str, cache: dict) -> dict:
+    if name not in cache:
+        cache[name] = probe(open_snapshot(str(FIXTURES / name / "snapshot.tar.gz")), [],
+                            measure=False)
+    return cache[name]
+
+
+def test_fixtures_present():
+    """One snapshot per topology the guest brings up (docs/kernel.md says which)."""
+    for name in [*KERNEL, "kernel-6.1-cxl"]:
+        assert (FIXTURES / name / "snapshot.tar.gz").is_file(), name
+
+
+@pytest.mark.parametrize("name", KERNEL)
+def test_pmem_matches_ndctl(name, profiles):
+    pmem = _profile(name, profiles)["pmem"]
+    assert pmem["regions"], "the snapshot has no region: the capture went wrong"
+    assert kc.compare_pmem(pmem, _read(name, "ndctl-list-RNDv.json")) == []
+
+
+@pytest.mark.parametrize("name", KERNEL)
+def test_sysfs_alone_matches_ndctl(name):
+    access = open_snapshot(str(FIXTURES / name / "snapshot.tar.gz"))
+    ctx = ProbeContext(access)
+    inv = read_sysfs(ctx)
+    assert ctx.warnings == []
+    assert kc.compare_pmem(inv, _read(name, "ndctl-list-RNDv.json")) == []
+
+
+@pytest.mark.parametrize("name", KERNEL)
+def test_dax_devices_match_daxctl(name, profiles):
+    assert kc.compare_dax(_profile(name, profiles)["dax_devices"],
+                          _read(name, "daxctl-list.json")) == []
+
+
+@pytest.mark.parametrize("name", KERNEL)
+def test_numa_matches_numactl(name, profiles):
+    assert kc.compare_numa(_profile(name, profiles)["numa"], _read(name, "numactl-H.txt")) == []
+
+
+@pytest.mark.parametrize("name", KERNEL)
+def test_dax_mount_matches_proc_mounts(name, profiles):
+    mounts = _read(name, "proc-mounts.txt")
+    assert kc.dax_mounts(mounts), "the topology mounts ext4 with -o dax"
+    assert kc.compare_mounts(_profile(name, profiles)["mounts"], mounts) == []
+
+
+def test_nvdimm2_modes():
+    """Topology 1: one fsdax and one devdax namespace, as created in the guest."""
+    modes = sorted(n["mode"] for n in ndctl_namespaces("kernel-6.1-nvdimm2"))
+    assert modes == ["devdax", "fsdax"]
+
+
+def ndctl_namespaces(name: str) -> list[dict]:
+    return kc.ndctl_items(_read(name, "ndctl-list-RNDv.json"))["namespaces"]
+
+
+def test_kmem_node_is_cpu_less(profiles):
+    """Topology 3: the devdax namespace onlined as system RAM makes node 1 memory-only."""
+    profile = _profile("kernel-6.1-kmem", profiles)
+    node1 = next(n for n in profile["numa"] if n["node"] == 1)
+    assert node1["has_cpu"] is False and node1["memory_bytes"] > 0
+    dax = json.loads(_read("kernel-6.1-kmem", "daxctl-list.json"))
+    assert any(d.get("mode") == "system-ram" for d in dax)
+
+
+def test_cxl_matches_cxl_list(profiles):
+    """Topology 4: the type-3 memdev as cxl list reports it (pmem only on QEMU 7.2; no region
+    was created, so none on either side)."""
+    profile = _profile("kernel-6.1-cxl", profiles)
+    assert profile["cxl"]["memdevs"], "the capture saw no CXL memdev"
+    assert kc.compare_cxl(profile["cxl"], _read("kernel-6.1-cxl", "cxl-list.json")) == []
+    assert kc.compare_numa(profile["numa"], _read("kernel-6.1-cxl", "numactl-H.txt")) == []
