@@ -291,6 +291,33 @@ SERVER_TARGETS = (("postgres", "postgresql", "13"), ("postgres", "postgresql", "
                   ("mysql", "mysql", "8.4"), ("mysql", "mariadb", "11.4"))
 
 
+
+def undated(doc: dict) -> dict:
+    """The catalog without its generation date: two runs on different days are the same."""
+    return {k: v for k, v in doc.items() if k != "generated_at"}
+
+
+def write_catalog(path: Path, doc: dict, *, check: bool, keep: tuple[str, ...],
+                  source: str) -> int:
+    """Write ``doc`` to ``path`` unless it is unchanged or the file holds a better source
+    (``read_from`` in ``keep``: a server's own list beats its record, which beats a manual);
+    with ``check`` only compare. 1 when a check finds it differs, else 0."""
+    old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    if old is not None and old.get("read_from") in keep:
+        print(f"{path.name}: read from {old['read_from']}, a better source; kept",
+              file=sys.stderr)
+        return 0
+    same = old is not None and undated(old) == undated(doc)
+    if check:
+        print(f"{path.name}: {'up to date' if same else 'DIFFERS'}", file=sys.stderr)
+        return 0 if same else 1
+    if same:
+        print(f"{path.name}: up to date ({len(doc['knobs'])} names)", file=sys.stderr)
+        return 0
+    write_file_safely(path, render(doc), backup=False)
+    print(f"wrote {path} ({len(doc['knobs'])} names, {source})")
+    return 0
+
 def target_names() -> list[str]:
     return [f"{flavour}-{version}" for _, flavour, version in SERVER_TARGETS]
 

@@ -20,15 +20,13 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import sys
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-from pmem_advisor.fileio import write_file_safely
 from pmem_advisor.knobs import catalog
-from pmem_advisor.knobs.generate import FORMAT, OUT_DIR, SCHEMA, render
+from pmem_advisor.knobs.generate import FORMAT, OUT_DIR, SCHEMA, write_catalog
 from pmem_advisor.knobs.version import version_in
 
 REFERENCE = catalog.DATA / "reference"
@@ -147,9 +145,6 @@ def _facts(name: str, knob, fact: dict | None) -> dict:
             "description": "known by name from the reference list; type and range not recorded"}
 
 
-def _undated(doc: dict) -> dict:
-    return {k: v for k, v in doc.items() if k != "generated_at"}
-
 
 def series_of(flavour: str) -> list[str]:
     return list(reference(flavour)["series"])
@@ -170,21 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in series_of(flavour):
             doc = build(flavour, name)
             jsonschema.validate(doc, SCHEMA)
-            path = args.out / f"{flavour}-{name}.json"
-            old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-            if old is not None and old.get("read_from") in ("server", "recorded"):
-                print(f"{path.name}: read from the server's own output; kept", file=sys.stderr)
-                continue  # a server's own list beats reference material
-            same = old is not None and _undated(old) == _undated(doc)
-            if args.check:
-                print(f"{path.name}: {'up to date' if same else 'DIFFERS'}", file=sys.stderr)
-                status |= 0 if same else 1
-                continue
-            if same:
-                print(f"{path.name}: up to date ({len(doc['knobs'])} names)", file=sys.stderr)
-                continue
-            write_file_safely(path, render(doc), backup=False)
-            print(f"wrote {path} ({len(doc['knobs'])} names, read from reference material)")
+            status |= write_catalog(args.out / f"{flavour}-{name}.json", doc,
+                                    check=args.check, keep=("server", "recorded"),
+                                    source="read from reference material")
     return status
 
 

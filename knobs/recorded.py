@@ -28,15 +28,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import re
 import sys
 from pathlib import Path
 
 import jsonschema
 
-from pmem_advisor.fileio import write_file_safely
-from pmem_advisor.knobs.generate import FORMAT, OUT_DIR, SCHEMA, render
+from pmem_advisor.knobs.generate import FORMAT, OUT_DIR, SCHEMA, write_catalog
 
 RECORDED = Path(__file__).resolve().parent / "data" / "recorded"
 SECTIONS = ("options", "variables", "unlisted", "sys_vars", "sql_mode", "deprecated")
@@ -213,9 +211,6 @@ def series_here() -> list[str]:
     return sorted(p.stem.removeprefix("mysql-") for p in RECORDED.glob("mysql-*.txt"))
 
 
-def _undated(doc: dict) -> dict:
-    return {k: v for k, v in doc.items() if k != "generated_at"}
-
 
 def extract_main(argv: list[str]) -> int:
     """Write an extract (stdout) from a MySQL source tree's files; the provenance is given."""
@@ -301,22 +296,9 @@ def main(argv: list[str] | None = None) -> int:
         except (RecordedError, KeyError, jsonschema.ValidationError) as e:
             print(f"error: mysql-{series}.txt: {getattr(e, 'message', e)}", file=sys.stderr)
             return 2
-        path = args.out / f"mysql-{series}.json"
-        old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-        if old is not None and old.get("read_from") == "server":
-            print(f"{path.name}: read from a running server; kept", file=sys.stderr)
-            continue  # a server's own answer (knobs.generate, where one runs) beats its record
-        same = old is not None and _undated(old) == _undated(doc)
-        if args.check:
-            print(f"{path.name}: {'up to date' if same else 'DIFFERS'}", file=sys.stderr)
-            status |= 0 if same else 1
-            continue
-        if same:
-            print(f"{path.name}: up to date ({len(doc['knobs'])} names)", file=sys.stderr)
-            continue
-        write_file_safely(path, render(doc), backup=False)
-        print(f"wrote {path} ({len(doc['knobs'])} names, recorded by MySQL "
-              f"{doc['server_version']})")
+        status |= write_catalog(args.out / f"mysql-{series}.json", doc, check=args.check,
+                                keep=("server",),
+                                source=f"recorded by MySQL {doc['server_version']}")
     return status
 
 
