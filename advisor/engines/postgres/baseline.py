@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from pmem_advisor.engines.postgres.memory import PG_WORK_MEM_FLOOR
 from pmem_advisor.rules.facts import Facts
 from pmem_advisor.rules.model import PRIORITY_BASELINE, Bytes, Rule, Set
 
@@ -68,11 +69,7 @@ def work_mem(f: Facts, workers: int) -> Bytes:
     per = (f.memory_bytes - f.memory_bytes // 4) // ((connections(f) + workers) * 3)
     if f.workload in ("olap", "mixed"):
         per //= 2  # pgtune: analytic plans run several sorts/hashes at once
-    return Bytes(max(per, WORK_MEM_FLOOR))
-
-
-# pgtune's floor (the server's own default): below it simple sorts and hashes spill to disk.
-WORK_MEM_FLOOR = 4 * MB
+    return Bytes(max(per, PG_WORK_MEM_FLOOR))  # pgtune's floor, the one the fit keeps too
 
 
 def checkpoints(f: Facts) -> dict[str, object]:
@@ -92,7 +89,7 @@ def random_page_cost_reason(f: Facts) -> str:
     if m == "hdd":
         return "4.0: seeks cost on a spinning disk"
     if f.workload == "olap":  # pgtune leaves the default for a warehouse larger than RAM
-        return ("4.0, the default, for a warehouse on flash: a lower cost makes the planner "
+        return (f"4.0, the default, for a warehouse on {m}: a lower cost makes the planner "
                 "pick index scans for large retrievals, slower than sequential scans")
     return f"1.1: random reads cost little more on {m}"
 
