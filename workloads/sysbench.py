@@ -204,7 +204,9 @@ class SysbenchWorkload(Workload):
             throughput_tps=tps,
             latency_ms=pct,
             errors=int(parsed.get("ignored_errors", 0)),
-            duration_s=float(window.samples),
+            # no per-second report (a run of a second or two): sysbench's own summary covers
+            # the whole run, warm-up included, and its throughput is the one used above
+            duration_s=float(window.samples) if window.samples else float(warm + measure),
             raw={
                 "tool": "sysbench",
                 "transactions": parsed.get("transactions"),

@@ -219,7 +219,10 @@ class PgbenchWorkload(Workload):
             throughput_tps=tps,
             latency_ms=logs["latency_ms"],
             errors=int(summary.get("failed", logs["failed"])),
-            duration_s=float(window.samples if steady else summary.get("duration_s", measure)),
+            # a run too short for a progress report is measured by pgbench's own summary, over
+            # the whole run (the throughput above is that summary's too)
+            duration_s=float(window.samples if steady and window.samples
+                             else summary.get("duration_s", length)),
             raw={
                 "tool": "pgbench",
                 "transactions": summary.get("transactions"),
