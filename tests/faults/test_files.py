@@ -14,6 +14,9 @@ from tests.probes.machine_builder import build
 from tests.sandbox import other_uid
 
 NOBODY = other_uid()  # tests/sandbox.py: the shared other user
+# a file "another user wrote" is made by chown, which only root may do
+as_root = pytest.mark.skipif(os.geteuid() != 0,
+                             reason="needs root: only root can make a file another user owns")
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +85,7 @@ def test_links_planted_at_predictable_names_are_not_followed(base, tree, tmp_pat
     assert not (shared / "profile.json").is_symlink()
 
 
+@as_root
 def test_a_foreign_owned_state_or_work_dir_is_refused(base):
     base.state.mkdir()
     os.chown(base.state, NOBODY, -1)
@@ -99,6 +103,7 @@ def test_a_foreign_owned_state_or_work_dir_is_refused(base):
     base.assert_clean()
 
 
+@as_root
 def test_a_planted_reaper_record_deletes_and_kills_nothing(base, tmp_path):
     """Item 2 through the CLI: a record another user wrote (not ours) and one of ours naming
     paths without our marker are both harmless; a foreign file does not break the reaper."""
