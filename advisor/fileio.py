@@ -900,6 +900,31 @@ def _copy_walk(sfd: int, dfd: int, where: str, owner: tuple[int, int] | None,
     return total
 
 
+def copy_file_fd(src: str | Path, dst: str | Path, owner: tuple[int, int] | None = None,
+                 src_owners: tuple[int, ...] = ()) -> int:
+    """Copy the regular file ``src`` to the new name ``dst`` (a golden database file into a
+    trial directory): the source opened ``O_NOFOLLOW|O_NONBLOCK`` relative to its held
+    parent and checked as :func:`open_checked` does (a regular file with one name, owned by
+    root, us or ``src_owners``: a link, FIFO, device or a hard link to /etc/shadow is
+    PlantedFile), the copy made ``O_CREAT|O_EXCL|O_NOFOLLOW`` relative to the held
+    destination directory and given ``owner`` and the source's mode and times by
+    descriptor. Returns the bytes copied."""
+    src, dst = Path(os.path.abspath(src)), Path(os.path.abspath(dst))
+    with held_parent(src, "copy") as (sp, sname), held_parent(dst, "copy to") as (dp, dname):
+        s = open_checked(sp, sname, str(src), owners=src_owners)
+        try:
+            d = os.open(dname, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                        | os.O_CLOEXEC, 0o600, dir_fd=dp)
+            try:
+                total = _copy_data(s, d, os.fstat(s).st_size)
+                _give(d, os.fstat(s), owner)
+            finally:
+                os.close(d)
+        finally:
+            os.close(s)
+    return total
+
+
 def _copy_data(s: int, d: int, size: int) -> int:
     done = 0
     try:

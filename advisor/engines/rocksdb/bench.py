@@ -21,7 +21,7 @@ from typing import Any
 
 from pmem_advisor.engines.rocksdb.workload import KEY_NOTE, failure_reason, parse_output
 from pmem_advisor.errors import EnvironmentProblem, UsageError
-from pmem_advisor.fileio import write_file_safely
+from pmem_advisor.fileio import copy_tree_fd, write_file_safely
 from pmem_advisor.instances.cgroup import evict_page_cache
 from pmem_advisor.instances.privileges import chown_tree, hand_over, require_reachable, server_user
 from pmem_advisor.instances.registry import RunScratch
@@ -131,7 +131,11 @@ class RocksDBEvaluator(Evaluator):
         trial = Path(tempfile.mkdtemp(prefix="trial-", dir=self.scratch))
         try:
             db = trial / "db"
-            shutil.copytree(self.golden, db)
+            # the golden tree is the server user's (db_bench loaded it as that user): walked
+            # by descriptor, its links copied as links, a FIFO or hard link refused
+            db.mkdir(mode=0o700)  # by-name-safe: in root's fresh mkdtemp, mode 0700
+            copy_tree_fd(self.golden, db, (self.user.uid, self.user.gid)
+                         if self.user.privileged else None, src_owners=(self.user.uid,))
             # the copy's pages sit in the page cache, outside the budget's cgroup: dropped,
             # the block cache and the medium decide the reads (a no-op on tmpfs)
             evicted = evict_page_cache([db])
@@ -228,7 +232,7 @@ def is_tmpfs(path: str | Path) -> bool:
     best, fstype = "", ""
     p = os.path.realpath(path)
     try:
-        with open("/proc/self/mounts", encoding="utf-8") as f:
+        with open("/proc/self/mounts", encoding="utf-8") as f:  # by-name-safe: procfs
             for line in f:
                 parts = line.split()
                 if len(parts) > 2 and (p == parts[1] or p.startswith(parts[1].rstrip("/") + "/")):
