@@ -415,7 +415,7 @@ class ManagedEvaluator(Evaluator):
 
         inst.stop()
         for log in inst.log_files():
-            materialize(log)
+            materialize(log, owners=(inst.user.uid,))  # the instance's own server uid
         inst.start(text)
 
     def _stop(self, inst: Any) -> None:
