@@ -699,6 +699,39 @@ def open_checked(dfd: int, name: str, where: str, *, directory: bool = False,
     return fd
 
 
+def refuse_planted_entries(path: str | Path, what: str = "output directory") -> None:
+    """Before the tool writes its outputs (``tune --out``: configs, reports, the SQLite study
+    and its -journal/-wal/-shm, which SQLite opens by name): every entry of the directory
+    ``path`` must be a directory or regular file (one name) owned by root or us, or a link we
+    own. A link, FIFO, device, socket, hard link or another user's entry there is PlantedFile
+    (one line, exit 3) before anything is measured or written, so nothing is clobbered
+    through it. As root, a directory others may write (their plant could follow this check)
+    is refused too (UntrustedPath, exit 3)."""
+    path = Path(os.path.abspath(path))
+    if os.geteuid() == 0:
+        st = os.lstat(path)
+        if not stat.S_ISLNK(st.st_mode) and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise UntrustedPath(f"refusing to write into the {what} {path}: it is writable "
+                                f"by group or others (mode {stat.S_IMODE(st.st_mode):o})",
+                                hint="give a directory only you can write")
+    with held_dir(path) as dfd:
+        with os.scandir(dfd) as it:
+            names = sorted(e.name for e in it)
+        for name in names:
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            ours = st.st_uid in (0, os.geteuid())
+            if stat.S_ISDIR(st.st_mode) and ours:
+                continue
+            if stat.S_ISREG(st.st_mode) and ours and st.st_nlink == 1:
+                continue
+            if stat.S_ISLNK(st.st_mode) and ours:
+                continue
+            raise planted(str(path / name), st, f"a file or directory owned by {_me()}")
+
+
 def make_owned_dir(dfd: int, name: str, owner: tuple[int, int] | None, mode: int,
                    where: str = "") -> int:
     """``mkdirat`` ``name`` in the held ``dfd`` and give it to ``owner`` (uid, gid; None: keep
