@@ -25,7 +25,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from pmem_advisor.errors import EnvironmentProblem, ServerError, UsageError
 from pmem_advisor.fileio import (
@@ -38,10 +38,37 @@ from pmem_advisor.fileio import (
     write_file_safely,
 )
 from pmem_advisor.instances.cgroup import evict_page_cache
+from pmem_advisor.instances.precondition import materialize
+from pmem_advisor.instances.privileges import RunAs
+from pmem_advisor.instances.registry import MARKER, empty_dir, write_marker
 
-if TYPE_CHECKING:
-    from pmem_advisor.instances.base import Instance
-    from pmem_advisor.instances.privileges import RunAs
+
+class Instance(Protocol):
+    """What a golden copy needs of a managed instance: the contract, here at the bottom, so
+    that instances/base depends on this module and never the other way (issue 53)."""
+
+    id: str
+    engine: str
+    binary: Any
+    user: RunAs
+    data_dir: Path
+    wal_dir: Path | None
+    golden_dir: Path
+    init_settings: dict[str, Any]
+    initialized: bool
+    _proc: Any
+
+    @property
+    def _owner(self) -> tuple[int, int] | None: ...
+    @property
+    def golden_key(self) -> str: ...
+    @property
+    def stopped_cleanly(self) -> bool: ...
+    def is_running(self) -> bool: ...
+    def stop(self) -> None: ...
+    def log_files(self) -> list[Path]: ...
+    def log_tail(self, lines: int = 40) -> str: ...
+    def _release_crash_resources(self) -> None: ...
 
 
 def location(inst: Instance, name: str) -> Path:
@@ -76,7 +103,6 @@ def take(inst: Instance, name: str = "golden") -> Path:
             f"cannot snapshot instance {inst.id}: the server did not shut down cleanly",
             log_tail=inst.log_tail(),
         )
-    from pmem_advisor.instances.precondition import materialize
 
     for log in inst.log_files():  # steady-state log blocks, not fresh unwritten extents
         materialize(log, owners=(inst.user.uid,))
@@ -130,7 +156,6 @@ def put_back(inst: Instance, name: str = "golden") -> float:
     if not inst.stopped_cleanly and inst.initialized:
         inst._release_crash_resources()  # the data dir that knows about them goes now
     started = time.monotonic()
-    from pmem_advisor.instances.registry import MARKER, empty_dir, write_marker
 
     for part, d in (("data", inst.data_dir), ("wal", inst.wal_dir)):
         if d is not None:
