@@ -81,13 +81,16 @@ def exists(inst: Instance, name: str = "golden") -> bool:
     return (location(inst, name) / "meta.json").is_file()
 
 
-def copy_tree(src: Path, dst: Path, user: RunAs | None = None) -> None:
+def copy_tree(src: Path, dst: Path, user: RunAs | None = None, *,
+              from_user: RunAs | None = None) -> None:
     """Copy the contents of ``src`` into the existing directory ``dst``, keeping modes and
-    times, every copy owned by ``user`` (the server's, when we are root), by descriptor in
-    this process: interrupted, no writer is left racing the cleanup that empties ``dst``."""
+    times, every copy owned by ``user`` (the server's, when we are root; None: ours), by
+    descriptor in this process: interrupted, no writer is left racing the cleanup that
+    empties ``dst``. ``src`` may hold files of ``from_user`` (or of ``user``) besides ours."""
     owner = (user.uid, user.gid) if user is not None and user.privileged else None
+    src_owners = tuple(u.uid for u in (user, from_user) if u is not None)
     try:
-        copy_tree_fd(src, dst, owner, src_owners=(user.uid,) if user is not None else ())
+        copy_tree_fd(src, dst, owner, src_owners=src_owners)
     except OSError as e:
         raise EnvironmentProblem(f"copying {src} to {dst} failed: {e.strerror or e}") from None
 
@@ -125,8 +128,10 @@ def _take_into(inst: Instance, gfd: int, target: Path) -> None:
         started = time.monotonic()
         for part, d in (("data", inst.data_dir), ("wal", inst.wal_dir)):
             if d is not None:
-                os.close(make_owned_dir(tfd, part, inst._owner, 0o700, str(tmp / part)))
-                copy_tree(d, tmp / part, inst.user)
+                # the snapshot is root's through and through: instances restoring it run as
+                # other pool uids than the one that took it, and none may change it
+                os.close(make_owned_dir(tfd, part, None, 0o700, str(tmp / part)))
+                copy_tree(d, tmp / part, None, from_user=inst.user)
         meta = {
             "instance": inst.id, "engine": inst.engine, "flavour": inst.binary.flavour,
             "version": inst.binary.version, "init_settings": inst.init_settings,
