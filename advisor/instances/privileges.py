@@ -97,8 +97,10 @@ def _system_user(name: str) -> RunAs:
 
 
 def pooled() -> bool:
-    """Whether instances get a uid each (root, and no server user pinned by name)."""
-    return os.geteuid() == 0 and SERVER_USER == DEFAULT_SERVER_USER
+    """Whether instances get a uid each (root, and no server user pinned by name: setting
+    PMEM_ADVISOR_SERVER_USER, even to ``pmemadv``, pins that one account)."""
+    return (os.geteuid() == 0 and SERVER_USER == DEFAULT_SERVER_USER
+            and "PMEM_ADVISOR_SERVER_USER" not in os.environ)
 
 
 _leases: dict[int, int] = {}  # uid -> the descriptor holding its lease (flock)

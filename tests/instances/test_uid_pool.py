@@ -103,3 +103,26 @@ def test_a_pinned_server_user_is_shared_as_before(other_user, monkeypatch):
     user = privileges.lease_server_user()
     assert user.uid == other_user.pw.pw_uid == privileges.lease_server_user().uid
     privileges.release_server_user(user)
+
+
+def test_a_snapshot_is_roots_and_restores_to_another_instances_own_uid(pooled, tmp_path):
+    """The golden copy is taken by one instance's uid and put back into another's: the
+    snapshot itself belongs to no server uid (root, 0700), the restored data to the
+    restoring instance's uid only."""
+    server = find_server("pg-debian")
+    shared = tmp_path / "golden"
+    with create_instance(server, golden_dir=shared) as a:
+        a.initialize()
+        a.snapshot("golden")
+        snap = a.golden_dir / f"{a.golden_key}-golden"
+        owners = {p.lstat().st_uid for p in [snap, *snap.rglob("*")]}
+        assert owners == {0}
+        with create_instance(server, golden_dir=shared) as b:
+            assert b.user.uid != a.user.uid
+            b.restore("golden")
+            from pmem_advisor.instances.registry import MARKER
+
+            assert {p.lstat().st_uid for p in b.data_dir.rglob("*")
+                    if p.name != MARKER} == {b.user.uid}  # the marker is root's own
+            b.start("")
+            assert b.query("SELECT 1") == [(1,)]
