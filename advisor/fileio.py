@@ -699,6 +699,39 @@ def open_checked(dfd: int, name: str, where: str, *, directory: bool = False,
     return fd
 
 
+def refuse_planted_entries(path: str | Path, what: str = "output directory") -> None:
+    """Before the tool writes its outputs (``tune --out``: configs, reports, the SQLite study
+    and its -journal/-wal/-shm, which SQLite opens by name): every entry of the directory
+    ``path`` must be a directory or regular file (one name) owned by root or us, or a link we
+    own. A link, FIFO, device, socket, hard link or another user's entry there is PlantedFile
+    (one line, exit 3) before anything is measured or written, so nothing is clobbered
+    through it. As root, a directory others may write (their plant could follow this check)
+    is refused too (UntrustedPath, exit 3)."""
+    path = Path(os.path.abspath(path))
+    if os.geteuid() == 0:
+        st = os.lstat(path)
+        if not stat.S_ISLNK(st.st_mode) and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise UntrustedPath(f"refusing to write into the {what} {path}: it is writable "
+                                f"by group or others (mode {stat.S_IMODE(st.st_mode):o})",
+                                hint="give a directory only you can write")
+    with held_dir(path) as dfd:
+        with os.scandir(dfd) as it:
+            names = sorted(e.name for e in it)
+        for name in names:
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            ours = st.st_uid in (0, os.geteuid())
+            if stat.S_ISDIR(st.st_mode) and ours:
+                continue
+            if stat.S_ISREG(st.st_mode) and ours and st.st_nlink == 1:
+                continue
+            if stat.S_ISLNK(st.st_mode) and ours:
+                continue
+            raise planted(str(path / name), st, f"a file or directory owned by {_me()}")
+
+
 def make_owned_dir(dfd: int, name: str, owner: tuple[int, int] | None, mode: int,
                    where: str = "") -> int:
     """``mkdirat`` ``name`` in the held ``dfd`` and give it to ``owner`` (uid, gid; None: keep
@@ -892,6 +925,31 @@ def _copy_walk(sfd: int, dfd: int, where: str, owner: tuple[int, int] | None,
                         0o600, dir_fd=dfd)
             try:
                 total += _copy_data(s, d, os.fstat(s).st_size)
+                _give(d, os.fstat(s), owner)
+            finally:
+                os.close(d)
+        finally:
+            os.close(s)
+    return total
+
+
+def copy_file_fd(src: str | Path, dst: str | Path, owner: tuple[int, int] | None = None,
+                 src_owners: tuple[int, ...] = ()) -> int:
+    """Copy the regular file ``src`` to the new name ``dst`` (a golden database file into a
+    trial directory): the source opened ``O_NOFOLLOW|O_NONBLOCK`` relative to its held
+    parent and checked as :func:`open_checked` does (a regular file with one name, owned by
+    root, us or ``src_owners``: a link, FIFO, device or a hard link to /etc/shadow is
+    PlantedFile), the copy made ``O_CREAT|O_EXCL|O_NOFOLLOW`` relative to the held
+    destination directory and given ``owner`` and the source's mode and times by
+    descriptor. Returns the bytes copied."""
+    src, dst = Path(os.path.abspath(src)), Path(os.path.abspath(dst))
+    with held_parent(src, "copy") as (sp, sname), held_parent(dst, "copy to") as (dp, dname):
+        s = open_checked(sp, sname, str(src), owners=src_owners)
+        try:
+            d = os.open(dname, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                        | os.O_CLOEXEC, 0o600, dir_fd=dp)
+            try:
+                total = _copy_data(s, d, os.fstat(s).st_size)
                 _give(d, os.fstat(s), owner)
             finally:
                 os.close(d)

@@ -29,16 +29,10 @@ METHOD_CALLS = {"open", "chmod", "lchmod", "touch"}
 # fixes it. The test fails when one is gone, so that the list only ever shrinks.
 PENDING = {
     # hazards: root reads a tree the server's user writes, following its links
-    ("advisor/engines/rocksdb/bench.py", "shutil.copytree"):
-        "root copies the server-owned golden db following its links: use fileio.copy_tree_fd",
-    ("advisor/engines/duckdb/runner.py", "shutil.copyfile"):
-        "the golden database file copied by name: use fileio.copy_tree_fd or open_checked",
     ("advisor/engines/postgres/pgbench.py", "open"):
         "pgbench's per-transaction logs: read by held descriptor (fileio.read_at)",
     # safe by name, to be marked by their owners
-    ("advisor/engines/duckdb/runner.py", "open"): "procfs (/proc/PID/statm)",
     ("advisor/engines/duckdb/catalog.py", "open"): "cgroupfs (/sys/fs/cgroup/memory.max)",
-    ("advisor/engines/rocksdb/bench.py", "open"): "procfs (/proc/self/mounts)",
     ("advisor/engines/registry.py", "open"): "the package's own engine YAML",
     ("advisor/engines/api.py", "open"): "a config file the user named (fileio.read_text_nofollow)",
     ("advisor/engines/server_validate.py", "open"): "a config file the user named",

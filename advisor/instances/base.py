@@ -41,8 +41,9 @@ from pmem_advisor.instances.discovery import ServerBinary
 from pmem_advisor.instances.privileges import (
     CACHE_ROOT,
     hand_over,
+    lease_server_user,
+    release_server_user,
     require_reachable,
-    server_user,
     usable_bindir,
 )
 from pmem_advisor.instances.trust import trusted_dir
@@ -112,7 +113,19 @@ class Instance(ABC):
     ) -> None:
         self.binary = binary
         self.id = f"{binary.flavour[:2]}{binary.major}-{uuid.uuid4().hex[:10]}"
-        self.user = server_user()
+        # a uid of this instance's own (privileges.lease_server_user): its server cannot reach
+        # another instance's files; given back in destroy(), or here when setting up fails
+        self.user = lease_server_user()
+        try:
+            self._set_up(binary, workdir, data_dir, wal_dir, init_settings, tcp, golden_dir)
+        except BaseException:
+            release_server_user(self.user)
+            raise
+
+    def _set_up(self, binary: ServerBinary, workdir: str | Path | None,
+                data_dir: str | Path | None, wal_dir: str | Path | None,
+                init_settings: dict[str, Any] | None, tcp: bool,
+                golden_dir: str | Path | None) -> None:
         self.init_settings = self.normalize_init_settings(dict(init_settings or {}))
         self.tcp = tcp
         self.port = free_port()  # also without TCP: a stray TCP fallback must not hit 5432/3306
@@ -149,7 +162,7 @@ class Instance(ABC):
                     elif owner is not None:
                         os.fchown(fd, *owner)  # given by descriptor, once it is marked
                 except BaseException:
-                    self._remove_files()
+                    self._remove_files()  # no record yet: the markers prove them ours
                     raise
                 finally:
                     os.close(fd)
@@ -166,8 +179,7 @@ class Instance(ABC):
             self._remove_files()
             raise
         if data_dir and wal_dir and _overlap(Path(data_dir), Path(wal_dir)):
-            self._remove_files()
-            registry.forget(self.id)
+            self._drop_files_and_record()
             raise UsageError(f"the WAL/redo directory {wal_dir} must lie apart from the data "
                              f"directory {data_dir}")
         try:
@@ -179,8 +191,7 @@ class Instance(ABC):
             self._sync_record()
             registry.track(self)
         except BaseException:
-            self._remove_files()
-            registry.forget(self.id)
+            self._drop_files_and_record()
             raise
 
     @property
@@ -237,11 +248,12 @@ class Instance(ABC):
             return default
         refuse_control_characters(str(given), what)
         path = Path(os.path.realpath(given))
-        require_reachable(path, self.user, what)
         if path.exists() and not path.is_dir():
             raise UsageError(f"the {what} {path} is not a directory")
         if path.exists() and any(path.iterdir()):
-            self._take_over_managed(path, what)
+            self._take_over_managed(path, what)  # first: a live instance's is named as such
+        # (another instance's tree is its own uid's, 0700: this instance's uid cannot reach it)
+        require_reachable(path, self.user, what)
         if path.exists():
             self._empty.append(path)
         else:
@@ -614,24 +626,55 @@ class Instance(ABC):
             self._kill()
         finally:
             self._destroyed = True
-            if self._planted:  # kept for inspection: no reaper may remove it either
-                registry.forget(self.id)
-            elif self._remove_files():  # kept, markers and all: the next reaper finishes it
-                self.record.server_pid = None
-                with contextlib.suppress(OSError, AdvisorError):
-                    registry.save(self.record)
+            try:
+                if self._planted:
+                    # kept for inspection, with its record: a record is never dropped while
+                    # its files stay (the next reaper removes both, by descriptor)
+                    self.record.kept = self._planted
+                    self._keep_record()
+                else:
+                    self._drop_files_and_record()
+            finally:
+                registry.untrack(self)
+                if self._log is not None:
+                    self._log.close()
+                # back to the pool: a lease skips a uid any process still runs as
+                release_server_user(self.user)
+
+    def _drop_files_and_record(self) -> None:
+        """Remove our files; forget the record only when nothing of them is left (else it
+        stays, markers and all, so the next reaper finishes it: no directory outlives its
+        record)."""
+        left = ["not removed"]
+        try:
+            left = self._remove_files()
+        finally:
+            if left:
+                self._keep_record()
             else:
                 registry.forget(self.id)
-            registry.untrack(self)
-            if self._log is not None:
-                self._log.close()
+
+    def _keep_record(self) -> None:
+        self.record.server_pid = None
+        with contextlib.suppress(OSError, AdvisorError):
+            registry.save(self.record)
 
     def _remove_files(self) -> list[str]:
         """Remove the directories we made and empty the user's; each marker goes last, only
         once nothing else is left. Returns what was left and why ([] when all went)."""
-        left = [remove_tree(d, last=MARKER) for d in self._remove]
-        left += [registry.empty_dir(d) for d in self._empty]
+        left = []
+        for d in self._remove:  # each one tried, whatever the others did
+            left.append(self._try_remove(d, lambda d=d: remove_tree(d, last=MARKER)))
+        for d in self._empty:
+            left.append(self._try_remove(d, lambda d=d: registry.empty_dir(d)))
         return [why for why in left if why]
+
+    @staticmethod
+    def _try_remove(d: Path, remove) -> str | None:
+        try:
+            return remove()
+        except (OSError, AdvisorError) as e:
+            return f"{d}: {e}"
 
     def _check_alive_object(self) -> None:
         if self._destroyed:

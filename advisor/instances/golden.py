@@ -25,7 +25,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from pmem_advisor.errors import EnvironmentProblem, ServerError, UsageError
 from pmem_advisor.fileio import (
@@ -38,10 +38,37 @@ from pmem_advisor.fileio import (
     write_file_safely,
 )
 from pmem_advisor.instances.cgroup import evict_page_cache
+from pmem_advisor.instances.precondition import materialize
+from pmem_advisor.instances.privileges import RunAs
+from pmem_advisor.instances.registry import MARKER, empty_dir, write_marker
 
-if TYPE_CHECKING:
-    from pmem_advisor.instances.base import Instance
-    from pmem_advisor.instances.privileges import RunAs
+
+class Instance(Protocol):
+    """What a golden copy needs of a managed instance: the contract, here at the bottom, so
+    that instances/base depends on this module and never the other way (issue 53)."""
+
+    id: str
+    engine: str
+    binary: Any
+    user: RunAs
+    data_dir: Path
+    wal_dir: Path | None
+    golden_dir: Path
+    init_settings: dict[str, Any]
+    initialized: bool
+    _proc: Any
+
+    @property
+    def _owner(self) -> tuple[int, int] | None: ...
+    @property
+    def golden_key(self) -> str: ...
+    @property
+    def stopped_cleanly(self) -> bool: ...
+    def is_running(self) -> bool: ...
+    def stop(self) -> None: ...
+    def log_files(self) -> list[Path]: ...
+    def log_tail(self, lines: int = 40) -> str: ...
+    def _release_crash_resources(self) -> None: ...
 
 
 def location(inst: Instance, name: str) -> Path:
@@ -54,13 +81,16 @@ def exists(inst: Instance, name: str = "golden") -> bool:
     return (location(inst, name) / "meta.json").is_file()
 
 
-def copy_tree(src: Path, dst: Path, user: RunAs | None = None) -> None:
+def copy_tree(src: Path, dst: Path, user: RunAs | None = None, *,
+              from_user: RunAs | None = None) -> None:
     """Copy the contents of ``src`` into the existing directory ``dst``, keeping modes and
-    times, every copy owned by ``user`` (the server's, when we are root), by descriptor in
-    this process: interrupted, no writer is left racing the cleanup that empties ``dst``."""
+    times, every copy owned by ``user`` (the server's, when we are root; None: ours), by
+    descriptor in this process: interrupted, no writer is left racing the cleanup that
+    empties ``dst``. ``src`` may hold files of ``from_user`` (or of ``user``) besides ours."""
     owner = (user.uid, user.gid) if user is not None and user.privileged else None
+    src_owners = tuple(u.uid for u in (user, from_user) if u is not None)
     try:
-        copy_tree_fd(src, dst, owner, src_owners=(user.uid,) if user is not None else ())
+        copy_tree_fd(src, dst, owner, src_owners=src_owners)
     except OSError as e:
         raise EnvironmentProblem(f"copying {src} to {dst} failed: {e.strerror or e}") from None
 
@@ -76,7 +106,6 @@ def take(inst: Instance, name: str = "golden") -> Path:
             f"cannot snapshot instance {inst.id}: the server did not shut down cleanly",
             log_tail=inst.log_tail(),
         )
-    from pmem_advisor.instances.precondition import materialize
 
     for log in inst.log_files():  # steady-state log blocks, not fresh unwritten extents
         materialize(log, owners=(inst.user.uid,))
@@ -99,8 +128,10 @@ def _take_into(inst: Instance, gfd: int, target: Path) -> None:
         started = time.monotonic()
         for part, d in (("data", inst.data_dir), ("wal", inst.wal_dir)):
             if d is not None:
-                os.close(make_owned_dir(tfd, part, inst._owner, 0o700, str(tmp / part)))
-                copy_tree(d, tmp / part, inst.user)
+                # the snapshot is root's through and through: instances restoring it run as
+                # other pool uids than the one that took it, and none may change it
+                os.close(make_owned_dir(tfd, part, None, 0o700, str(tmp / part)))
+                copy_tree(d, tmp / part, None, from_user=inst.user)
         meta = {
             "instance": inst.id, "engine": inst.engine, "flavour": inst.binary.flavour,
             "version": inst.binary.version, "init_settings": inst.init_settings,
@@ -130,7 +161,6 @@ def put_back(inst: Instance, name: str = "golden") -> float:
     if not inst.stopped_cleanly and inst.initialized:
         inst._release_crash_resources()  # the data dir that knows about them goes now
     started = time.monotonic()
-    from pmem_advisor.instances.registry import MARKER, empty_dir, write_marker
 
     for part, d in (("data", inst.data_dir), ("wal", inst.wal_dir)):
         if d is not None:

@@ -8,6 +8,7 @@ once into a world-readable cache.
 
 from __future__ import annotations
 
+import fcntl
 import grp
 import os
 import pwd
@@ -15,6 +16,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,9 +25,17 @@ from pmem_advisor.fileio import (
     CACHE_ROOT,  # noqa: F401 - where it was first defined
     chown_tree_fd,
     hand_over_dir,
+    trusted_dir,
 )
 
-SERVER_USER = os.environ.get("PMEM_ADVISOR_SERVER_USER", "pmemadv")
+DEFAULT_SERVER_USER = "pmemadv"
+SERVER_USER = os.environ.get("PMEM_ADVISOR_SERVER_USER", DEFAULT_SERVER_USER)
+# Each managed instance (and each RocksDB evaluator) gets a uid of its own from a pool of
+# system users pmemadv-0 .. pmemadv-(N-1), made on demand: one compromised server then holds
+# a uid that owns nothing of another instance's, study's or golden copy's (issue 50). A
+# server user named explicitly (PMEM_ADVISOR_SERVER_USER) is used as it is, for every
+# instance (an admin who pins one account, or a test's stand-in).
+UID_POOL_SIZE = int(os.environ.get("PMEM_ADVISOR_UID_POOL", "64"))
 
 
 @dataclass(frozen=True)
@@ -51,11 +61,16 @@ def _ensure_system_user(name: str) -> None:
     except KeyError:
         pass
     useradd = shutil.which("useradd") or "/usr/sbin/useradd"
-    r = subprocess.run(
-        [useradd, "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
-         "--shell", "/usr/sbin/nologin", "--comment", "pmem-advisor managed servers", name],
-        capture_output=True, text=True,
-    )
+    for attempt in range(50):
+        r = subprocess.run(
+            [useradd, "--system", "--user-group", "--no-create-home", "--home-dir",
+             "/nonexistent", "--shell", "/usr/sbin/nologin", "--comment",
+             "pmem-advisor managed servers", name],
+            capture_output=True, text=True,
+        )
+        if r.returncode != 10:  # 10: /etc/passwd locked by a parallel useradd: once more
+            break
+        time.sleep(0.1 * (attempt + 1))  # backoff on a lock another process holds
     if r.returncode != 0 and r.returncode != 9:  # 9: created meanwhile by a parallel run
         raise EnvironmentProblem(
             f"cannot create the unprivileged server user {name!r}: {r.stderr.strip()}",
@@ -64,15 +79,90 @@ def _ensure_system_user(name: str) -> None:
 
 
 def server_user() -> RunAs:
-    """The account managed servers run as (created as a system user when root)."""
+    """The shared account (``pmemadv``, or PMEM_ADVISOR_SERVER_USER) for what needs no data
+    of its own: reachability checks, the binary cache. Managed servers run as
+    :func:`lease_server_user`'s per-instance uid."""
     if os.geteuid() != 0:
         pw = pwd.getpwuid(os.geteuid())
         return RunAs(pw.pw_name, pw.pw_uid, pw.pw_gid, privileged=False)
-    _ensure_system_user(SERVER_USER)
-    pw = pwd.getpwnam(SERVER_USER)
+    return _system_user(SERVER_USER)
+
+
+def _system_user(name: str) -> RunAs:
+    _ensure_system_user(name)
+    pw = pwd.getpwnam(name)
     if pw.pw_uid == 0:
-        raise UsageError(f"PMEM_ADVISOR_SERVER_USER={SERVER_USER!r} is root; servers refuse root")
+        raise UsageError(f"the server user {name!r} is root; servers refuse root")
     return RunAs(pw.pw_name, pw.pw_uid, pw.pw_gid, privileged=True)
+
+
+def pooled() -> bool:
+    """Whether instances get a uid each (root, and no server user pinned by name: setting
+    PMEM_ADVISOR_SERVER_USER, even to ``pmemadv``, pins that one account)."""
+    return (os.geteuid() == 0 and SERVER_USER == DEFAULT_SERVER_USER
+            and "PMEM_ADVISOR_SERVER_USER" not in os.environ)
+
+
+_leases: dict[int, int] = {}  # uid -> the descriptor holding its lease (flock)
+
+
+def lease_server_user() -> RunAs:
+    """A uid for one managed instance, held until :func:`release_server_user`.
+
+    Not root: the invoking user (as before). Root with a pinned server user: that user.
+    Otherwise the first pool user ``pmemadv-N`` whose lease file (``<cache>/uid-leases/``,
+    root 0700) this process can ``flock`` exclusively and under which no process runs (an
+    orphaned server of a killed run keeps its uid out of the pool until it is reaped). The
+    lock dies with the process, so a SIGKILL leaks no lease; the user is created on first
+    use (``useradd --system``, no home, no shell) and kept, as ``pmemadv`` is."""
+    if not pooled():
+        return server_user()
+    leases = trusted_dir(CACHE_ROOT / "uid-leases", "uid lease directory", mode=0o700)
+    busy = _uids_with_processes()
+    with_fd = os.open(leases, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        for n in range(UID_POOL_SIZE):
+            name = f"{DEFAULT_SERVER_USER}-{n}"
+            fd = os.open(f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o600, dir_fd=with_fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            try:
+                user = _system_user(name)
+            except BaseException:
+                os.close(fd)
+                raise
+            if user.uid in busy or user.uid in _leases:
+                os.close(fd)
+                continue
+            _leases[user.uid] = fd
+            return user
+    finally:
+        os.close(with_fd)
+    raise EnvironmentProblem(f"all {UID_POOL_SIZE} server uids ({DEFAULT_SERVER_USER}-0 .. "
+                             f"-{UID_POOL_SIZE - 1}) are in use by live instances",
+                             hint="stop some runs, or raise PMEM_ADVISOR_UID_POOL")
+
+
+def release_server_user(user: RunAs) -> None:
+    """Give a leased uid back to the pool (idempotent; a shared user has no lease)."""
+    fd = _leases.pop(user.uid, None)
+    if fd is not None:
+        os.close(fd)
+
+
+def _uids_with_processes() -> set[int]:
+    uids = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                uids.add(entry.stat().st_uid)
+            except OSError:
+                continue
+    return uids
 
 
 def _groups_of(user: RunAs) -> set[int]:

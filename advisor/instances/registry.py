@@ -77,6 +77,7 @@ class Record:
     kind: str = "instance"  # instance | scratch (a tuner's golden copy, logs: no server)
     server_uid: int | None = None  # the server user: only its processes are signalled
     what: str = ""  # for scratch records: what the directories hold
+    kept: str = ""  # why the files were kept for inspection (a planted file): reaped later
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

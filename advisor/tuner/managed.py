@@ -415,7 +415,12 @@ class ManagedEvaluator(Evaluator):
 
         inst.stop()
         for log in inst.log_files():
-            materialize(log)
+            # the instance's own server uid (an instance without one: the shared user's)
+            user = getattr(inst, "user", None)
+            if user is None:
+                materialize(log)
+            else:
+                materialize(log, owners=(user.uid,))
         inst.start(text)
 
     def _stop(self, inst: Any) -> None:

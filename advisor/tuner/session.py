@@ -289,9 +289,16 @@ def emulated(profile: dict | None) -> bool:
 def check_out_dir(out: Path) -> None:
     """The output directory exists and takes a file (not read-only, not full): else exit 3
     before anything is measured."""
-    from pmem_advisor.fileio import create_exclusive, ensure_dir, held_dir, unlink_at
+    from pmem_advisor.fileio import (
+        create_exclusive,
+        ensure_dir,
+        held_dir,
+        refuse_planted_entries,
+        unlink_at,
+    )
 
     ensure_dir(out)
+    refuse_planted_entries(out)  # a link or FIFO at an output's name: exit 3, before measuring
     try:
         with held_dir(out) as dfd:
             fd, probe = create_exclusive(dfd, ".pmem-advisor-probe-")

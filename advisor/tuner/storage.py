@@ -15,7 +15,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from pmem_advisor.connection import parse_dsn, redact_dsn, scrub
 from pmem_advisor.errors import EnvironmentProblem, UsageError
-from pmem_advisor.fileio import as_error
+from pmem_advisor.fileio import ensure_dir, refuse_planted_entries
 from pmem_advisor.mysql_driver import storage_url as mysql_storage_url
 
 STUDY_FILE = "study.db"
@@ -61,10 +61,11 @@ def open_storage(url: str, *, heartbeat_s: int = HEARTBEAT_S) -> RDBStorage:
     """An Optuna RDB storage with heartbeats; ``UsageError`` if it cannot be reached."""
     given, url = url, engine_url(url)
     if url.startswith("sqlite:///"):
-        try:
-            Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise as_error(e, Path(url[len("sqlite:///"):]).parent, "create") from None
+        where = Path(url[len("sqlite:///"):]).parent
+        # SQLite opens the study and its journals by name: their directory is made by
+        # descriptor and checked for planted names first (fileio.refuse_planted_entries)
+        ensure_dir(where)
+        refuse_planted_entries(where, "study directory")
     try:
         with warnings.catch_warnings():  # heartbeat arguments are flagged experimental
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)

@@ -251,3 +251,17 @@ def test_a_ctrl_c_mid_restore_of_a_trial_leaves_the_data_dir_as_it_found_it(shm_
         check_data_dir(data)  # what `tune --resume` checks first
     finally:
         ev.close()
+
+
+def test_golden_depends_on_no_instance_module_above_it():
+    """instances/base uses golden; golden names what it needs of an instance by its own
+    Protocol (issue 53): no import of base, not even a type-only or in-function one."""
+    import ast
+
+    from pmem_advisor.instances import golden
+
+    tree = ast.parse(Path(golden.__file__).read_text(encoding="utf-8"))
+    names = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in names if m and m.startswith("pmem_advisor.instances.base")}
+    assert "pmem_advisor.instances.registry" in names  # top-level now, where it is seen

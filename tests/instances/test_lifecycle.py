@@ -234,9 +234,16 @@ def test_initdb_interrupted_in_single_user_mode_leaves_no_shared_memory(server, 
     so SIGKILL would leave them in /dev/shm for good."""
     import subprocess as sp
 
+    from pmem_advisor.instances import privileges
+
+    # The instance's own pool uid (privileges.lease_server_user) owns only the segments its
+    # initdb made: counting by a uid shared with other sessions' servers was flaky.
+    monkeypatch.setattr(privileges, "SERVER_USER", privileges.DEFAULT_SERVER_USER)
     binary = find_server(server)
     with create_instance(binary, data_dir=shm_dir / f"initdb-int-{server}") as inst:
         uid = inst.user.uid
+        if privileges.pooled():
+            assert uid in privileges._leases  # private to this instance while it lives
         before = {p.name for p in Path("/dev/shm").glob("PostgreSQL.*")}
         real_wait = sp.Popen.wait
 
@@ -251,8 +258,14 @@ def test_initdb_interrupted_in_single_user_mode_leaves_no_shared_memory(server, 
             return False
 
         def new_segments() -> list[Path]:
-            return [p for p in Path("/dev/shm").glob("PostgreSQL.*")
-                    if p.name not in before and p.stat().st_uid == uid]
+            found = []
+            for p in Path("/dev/shm").glob("PostgreSQL.*"):
+                try:  # another server's segment may go between the listing and the stat
+                    if p.name not in before and p.stat().st_uid == uid:
+                        found.append(p)
+                except FileNotFoundError:
+                    continue
+            return found
 
         def interrupted(self, timeout=None):
             if timeout is not None:  # initdb's wait: interrupt once single-user mode has made
@@ -466,3 +479,34 @@ def _running(p: psutil.Process) -> bool:
         return p.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def test_a_record_is_never_dropped_while_its_files_stay(monkeypatch):
+    """Cleanup is unconditional and the record goes last: when one directory cannot be
+    removed (here remove_tree fails on the home, as a stop failure under load or a planted
+    entry would leave it), the others are still removed, the record stays (no server pid)
+    and the next reaper removes the rest. Before, a failing removal either skipped the other
+    directories or dropped the record, leaving an ``<id>`` and ``<id>-log`` dir nobody owned."""
+    from pmem_advisor.instances import base
+
+    inst = create_instance(find_server("pg-debian"))
+    inst.initialize()
+    inst.start("")
+    real = base.remove_tree
+
+    def failing(path, **kw):
+        if Path(path) == inst.home:
+            raise OSError(16, "Device or resource busy", str(path))
+        return real(path, **kw)
+
+    monkeypatch.setattr(base, "remove_tree", failing)
+    inst.destroy()
+    monkeypatch.undo()
+    assert not inst.is_running()
+    assert not inst.log_dir.exists()  # tried, whatever the home did
+    assert inst.home.is_dir()
+    rec = next(r for r in registry.load_all() if r.id == inst.id)
+    assert rec.server_pid is None and str(inst.home) in rec.remove
+    assert registry.reap(rec) == []
+    assert not inst.home.exists()
+    assert inst.id not in [r.id for r in registry.load_all()]

@@ -64,11 +64,15 @@ def run_as(user, code: str, *args: str) -> str:
 
 
 def forget_kept(inst) -> None:
-    """A refused instance keeps its tree for inspection: the test removes it itself."""
-    import shutil
+    """A refused instance keeps its tree for inspection, and its record (saying why), so that
+    the next reaper removes both: the test reaps it itself, and checks that nothing is left."""
+    from pmem_advisor.instances import registry
 
-    for d in (inst.home, inst.log_dir, *[p for p in inst._remove]):
-        shutil.rmtree(d, ignore_errors=True)
+    rec = next(r for r in registry.load_all() if r.id == inst.id)
+    assert rec.kept.startswith("refusing to use ") and rec.server_pid is None
+    assert registry.reap(rec) == []
+    for d in (inst.home, inst.log_dir, *inst._remove):
+        assert not d.exists(), d
 
 
 def test_a_server_log_link_planted_in_the_home_is_never_opened(as_server_user, canary):

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from pmem_advisor.instances import create_instance
-from pmem_advisor.instances.privileges import server_user
 
 pytestmark = pytest.mark.server
 
@@ -58,9 +57,9 @@ def _load(inst, rounds: int = 40) -> None:
 
 
 @pytest.fixture
-def fast_dir():
+def fast_dir(pg):
     d = Path(tempfile.mkdtemp(prefix="pmem-advisor-place-", dir="/dev/shm"))
-    user = server_user()
+    user = pg.user  # handed to the server's own uid in advance, as a DBA would
     tier = d / "tier"
     tier.mkdir()
     os.chown(tier, user.uid, user.gid)

@@ -24,6 +24,7 @@ from typing import Any
 from pmem_advisor.engines.duckdb.baseline import DUCKDB_SHARE
 from pmem_advisor.engines.duckdb.catalog import ram_bytes
 from pmem_advisor.errors import EnvironmentProblem, UsageError
+from pmem_advisor.fileio import copy_file_fd
 from pmem_advisor.instances.cgroup import evict_page_cache
 from pmem_advisor.instances.registry import RunScratch
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
@@ -35,7 +36,7 @@ GRACE_S = 60.0  # beyond warmup + duration: opening, settings, the slowest query
 def rss_bytes(pid: int) -> int:
     """Resident memory of a process (0 when it is gone)."""
     try:
-        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as f:  # by-name-safe: procfs
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
@@ -179,7 +180,7 @@ class DuckDBEvaluator(Evaluator):
         trial = Path(tempfile.mkdtemp(prefix="trial-", dir=self.scratch))
         try:
             db = trial / "db.duckdb"
-            shutil.copyfile(golden, db)
+            copy_file_fd(golden, db)  # by descriptor: a link or FIFO at either name refused
             # the copy's pages sit in the page cache: drop them so the trial reads the medium
             # under test (a no-op on tmpfs, where the data is the cache)
             evicted = evict_page_cache([db])

@@ -21,9 +21,17 @@ from typing import Any
 
 from pmem_advisor.engines.rocksdb.workload import KEY_NOTE, failure_reason, parse_output
 from pmem_advisor.errors import EnvironmentProblem, UsageError
-from pmem_advisor.fileio import write_file_safely
+from pmem_advisor.fileio import copy_tree_fd, write_file_safely
 from pmem_advisor.instances.cgroup import evict_page_cache
-from pmem_advisor.instances.privileges import chown_tree, hand_over, require_reachable, server_user
+from pmem_advisor.instances.privileges import (
+    RunAs,
+    chown_tree,
+    hand_over,
+    lease_server_user,
+    release_server_user,
+    require_reachable,
+    server_user,
+)
 from pmem_advisor.instances.registry import RunScratch
 from pmem_advisor.knobs.emit import Header, Setting
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
@@ -34,9 +42,10 @@ GRACE_S = 60.0
 
 
 def run_db_bench(db_bench: Path, args: list[str], *, cwd: Path, timeout: float,
-                 cgroup: Any = None) -> tuple[int, str]:
-    """db_bench as the server user; (exit code, stdout+stderr). A timeout kills it."""
-    user = server_user()
+                 cgroup: Any = None, user: RunAs | None = None) -> tuple[int, str]:
+    """db_bench as ``user`` (the caller's leased server uid; the shared server user when
+    None); (exit code, stdout+stderr). A timeout kills it."""
+    user = user or server_user()
     proc = subprocess.Popen([str(db_bench), *args], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, **user.popen_kwargs())
     if cgroup is not None:
@@ -72,16 +81,20 @@ class RocksDBEvaluator(Evaluator):
         self.workload, self.scale, self.clients = workload, int(scale), int(clients)
         self.duration, self.warmup = float(duration), float(warmup)
         self.catalog, self.cgroup = catalog, cgroup
-        self.user = server_user()
+        # a uid of this study's own: its db_bench runs reach no other study's files
+        self.user = lease_server_user()
         self._closed = False
         root = Path(data_dir or workdir or tempfile.gettempdir())
         root.mkdir(parents=True, exist_ok=True)
         require_reachable(root, self.user, "data directory")
         # Everything lives in one scratch directory on the data directory's filesystem, so
         # the golden copy and the trial copies are on the medium being measured.
-
-        self._scratch = RunScratch(root, "rocksdb tune scratch: golden and trial databases",
-                                   mode=0o711)
+        try:
+            self._scratch = RunScratch(root, "rocksdb tune scratch: golden and trial databases",
+                                       mode=0o711)
+        except BaseException:
+            release_server_user(self.user)
+            raise
         self.scratch = self._scratch.path
         hand_over(self.scratch, self.user, 0o711)
         self.golden = self.scratch / "golden"
@@ -100,7 +113,7 @@ class RocksDBEvaluator(Evaluator):
         # scenario) would get the loader killed.
         rc, out = run_db_bench(self.db_bench,
                                self.workload.load_args(str(self.golden), self.scale),
-                               cwd=self.scratch, timeout=3600)
+                               cwd=self.scratch, timeout=3600, user=self.user)
         if rc != 0 or parse_output(out, "fillrandom") is None:
             shutil.rmtree(self.golden, ignore_errors=True)
             why = _why(rc, out)
@@ -131,7 +144,11 @@ class RocksDBEvaluator(Evaluator):
         trial = Path(tempfile.mkdtemp(prefix="trial-", dir=self.scratch))
         try:
             db = trial / "db"
-            shutil.copytree(self.golden, db)
+            # the golden tree is the server user's (db_bench loaded it as that user): walked
+            # by descriptor, its links copied as links, a FIFO or hard link refused
+            db.mkdir(mode=0o700)  # by-name-safe: in root's fresh mkdtemp, mode 0700
+            copy_tree_fd(self.golden, db, (self.user.uid, self.user.gid)
+                         if self.user.privileged else None, src_owners=(self.user.uid,))
             # the copy's pages sit in the page cache, outside the budget's cgroup: dropped,
             # the block cache and the medium decide the reads (a no-op on tmpfs)
             evicted = evict_page_cache([db])
@@ -168,11 +185,14 @@ class RocksDBEvaluator(Evaluator):
         args = self.workload.run_args(str(db), self.scale, clients=self.clients,
                                       duration=seconds) + flags
         return run_db_bench(self.db_bench, args, cwd=db.parent, timeout=seconds + GRACE_S,
-                            cgroup=self.cgroup)
+                            cgroup=self.cgroup, user=self.user)
 
     def close(self) -> None:
         self._closed = True
-        self._scratch.close()
+        try:
+            self._scratch.close()
+        finally:
+            release_server_user(self.user)
 
 
 def _why(rc: int, out: str) -> str:
@@ -202,11 +222,15 @@ def db_bench_version(path: Path) -> str:
 def validate_options(db_bench: Path, config_text: str, workdir: str | Path) -> None:
     """Open a scratch database with ``config_text`` through db_bench (a 100-key fill and
     reads, as the server user); UsageError with RocksDB's own reason when it refuses."""
-    user = server_user()
+    user = lease_server_user()
     root = Path(workdir)
-    root.mkdir(parents=True, exist_ok=True)
-    require_reachable(root, user, "work directory")
-    scratch = Path(tempfile.mkdtemp(prefix="pmem-advisor-rocksdb-validate-", dir=root))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        require_reachable(root, user, "work directory")
+        scratch = Path(tempfile.mkdtemp(prefix="pmem-advisor-rocksdb-validate-", dir=root))
+    except BaseException:
+        release_server_user(user)
+        raise
     try:
         hand_over(scratch, user, 0o711)
         options = scratch / "OPTIONS.ini"
@@ -216,11 +240,13 @@ def validate_options(db_bench: Path, config_text: str, workdir: str | Path) -> N
         chown_tree(scratch, user)
         rc, out = run_db_bench(db_bench, [
             "--benchmarks=fillrandom,readrandom", f"--db={db}", "--num=100",
-            "--value_size=100", f"--options_file={options}"], cwd=scratch, timeout=120)
+            "--value_size=100", f"--options_file={options}"], cwd=scratch, timeout=120,
+            user=user)
         if rc != 0 or parse_output(out, "readrandom") is None:
             raise UsageError(f"RocksDB refused the options: {failure_reason(out)}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        release_server_user(user)
 
 
 def is_tmpfs(path: str | Path) -> bool:
@@ -228,7 +254,7 @@ def is_tmpfs(path: str | Path) -> bool:
     best, fstype = "", ""
     p = os.path.realpath(path)
     try:
-        with open("/proc/self/mounts", encoding="utf-8") as f:
+        with open("/proc/self/mounts", encoding="utf-8") as f:  # by-name-safe: procfs
             for line in f:
                 parts = line.split()
                 if len(parts) > 2 and (p == parts[1] or p.startswith(parts[1].rstrip("/") + "/")):
