@@ -1,4 +1,9 @@
-"""Knob catalogs: YAML data per flavour, checked against a JSON schema when loaded.
+"""Knob catalogs: YAML data per flavour, checked against a JSON schema.
+
+The shipped catalogs (knobs/data) are checked by the tests (tests/knobs/test_shipped_data.py)
+and when ``knobs generate`` writes them, not on every run: the schema check of one catalog
+costs about 0.3 s of CPU, more than the rest of ``check FILE`` (issue 55). A catalog from any
+other folder (``EXTRA_CATALOG_DIRS``: an engine package someone adds) is checked when loaded.
 
 Two layers: the servers' own lists of settings (``data/generated/<flavour>-<series>.json``,
 written by ``python -m pmem_advisor.knobs.generate`` from pg_settings / SYSTEM_VARIABLES) say
@@ -23,7 +28,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from pmem_advisor.engines import api
@@ -604,16 +608,40 @@ def _generated_knob(flavour: str, fact: dict, source: str, version: str) -> Knob
     return replace(knob, default=default)
 
 
-@lru_cache(maxsize=8)
-def _raw(flavour: str) -> dict:
-    path = catalog_path(flavour) or DATA / f"{flavour}.yaml"
-    with open(path, encoding="utf-8") as f:
-        data = yaml.safe_load(f)
+# libyaml's loader when PyYAML was built with it (the same safe constructors, about ten
+# times faster than the pure-Python one); the engine registry reads its YAML with it too.
+SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(f: Any) -> Any:
+    """``yaml.safe_load`` of an open file or a text, with the fastest safe loader."""
+    return yaml.load(f, Loader=SafeLoader)  # noqa: S506 - a SafeLoader, never the full one
+
+
+def shipped(path: Path) -> bool:
+    """True for a catalog in knobs/data (checked by the tests, not at run time)."""
+    return path.resolve().parent == DATA
+
+
+def validate_catalog(data: Any, path: Path) -> None:
+    """The catalog schema check of one file; CatalogDataError names the file and the field.
+    jsonschema is imported here: only a catalog that was not shipped needs it at run time."""
+    import jsonschema
+
     try:
         jsonschema.validate(data, _schema())
     except jsonschema.ValidationError as e:
         where = "/".join(str(p) for p in e.absolute_path)
         raise CatalogDataError(f"{path.name}: {where}: {e.message}") from None
+
+
+@lru_cache(maxsize=8)
+def _raw(flavour: str) -> dict:
+    path = catalog_path(flavour) or DATA / f"{flavour}.yaml"
+    with open(path, encoding="utf-8") as f:
+        data = load_yaml(f)
+    if not shipped(path):
+        validate_catalog(data, path)
     if data["flavour"] != flavour:
         raise CatalogDataError(f"{path.name}: flavour {data['flavour']!r} must equal the file "
                                f"name {flavour!r}")

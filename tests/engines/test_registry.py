@@ -35,9 +35,26 @@ def profile(tmp_path) -> str:
 def test_builtin_engines_first_and_every_yaml_valid():
     names = registry.list_engines()
     assert names[:2] == ["postgres", "mysql"]
-    for spec in registry.specs():  # every shipped YAML passed the schema to get here
+    for spec in registry.specs():
         assert spec.name == Path(spec.source).stem
+        assert registry.shipped(Path(spec.source))
         assert spec.flavours and spec.kind in ("server", "embedded", "tool", "advice")
+
+
+def test_every_shipped_engine_yaml_passes_the_schema():
+    # a run reads shipped engine YAML without the schema check (issue 55): this is that check
+    paths = sorted(registry.ENGINES_DIR.glob("*/*.yaml"))
+    assert len(paths) >= 6
+    for path in paths:
+        registry.load_spec(path, validate=True)
+
+
+def test_an_added_folders_engine_yaml_is_checked_at_load(tmp_path):
+    path = tmp_path / "oops.yaml"
+    path.write_text("name: oops\n")
+    assert not registry.shipped(path)
+    with pytest.raises(EngineDataError, match="oops.yaml"):
+        registry.load_spec(path)
 
 
 def test_builtin_engines_import_and_name_their_packages():
