@@ -316,3 +316,19 @@ def test_fake_tune_with_the_trust_region_gets_the_rules_knowledge(run_cli, fake_
     assert name == "trust-region" and kw["centre"] and kw["importance"]
     assert set(kw["centre"]) == set(kw["importance"])  # every searched knob, once
     assert json.loads(out).get("config_file", "").endswith("fakedb.tuned.ini")
+
+
+def test_the_contracts_types_describe_the_layers_classes():
+    # engines/api names knobs' and rules' types as protocols at the bottom (issue 53): the
+    # real classes must keep what the protocols promise
+    from pmem_advisor.engines import api
+    from pmem_advisor.knobs.emit import EmittedConfig, Header, Setting
+
+    catalog = registry.get_engine("postgres").catalog(None, "16")
+    assert isinstance(catalog, api.KnobCatalog)
+    for cls, proto in ((Setting, api.ConfigSetting), (Header, api.ConfigHeader),
+                       (EmittedConfig, api.EmittedText)):
+        fields = set(cls.__dataclass_fields__)
+        assert set(proto.__annotations__) <= fields, (cls, proto)
+    assert all(hasattr(r, "id") and hasattr(r, "engines")
+               for r in registry.get_engine("postgres").baseline_rules())
