@@ -37,6 +37,7 @@ from pmem_advisor.knobs import units
 from pmem_advisor.knobs.version import parse_version, series, version_in
 
 DATA = Path(__file__).resolve().parent / "data"
+SHIPPED_DATA = DATA  # what the package ships (a test may point DATA elsewhere)
 # Folders searched for <flavour>.yaml after DATA (tests add their own engines' catalogs).
 EXTRA_CATALOG_DIRS: list[Path] = []
 NUMERIC = ("int", "size", "duration", "real")
@@ -397,9 +398,11 @@ class Catalog:
                                          + list(self.removed), n=n, cutoff=cutoff)
 
 
-def supported_versions(engine: str, flavour: str | None = None) -> list[str]:
-    flavour = _flavour(api.spec_of(engine), flavour)
-    return list(_raw(flavour)["series"])
+def supported_versions(engine: str | EngineSpec, flavour: str | None = None) -> list[str]:
+    """The series the catalog of ``engine`` (its spec, or its name: then the registry is
+    asked for the spec) knows, oldest first."""
+    spec = engine if isinstance(engine, EngineSpec) else api.spec_of(engine)
+    return list(_raw(_flavour(spec, flavour))["series"])
 
 
 def catalog_path(flavour: str) -> Path | None:
@@ -409,11 +412,6 @@ def catalog_path(flavour: str) -> Path | None:
         if path.is_file():
             return path
     return None
-
-
-def catalog_engines() -> list[str]:
-    """The registered engines whose default flavour has a knob catalog."""
-    return [s.name for s in api.specs() if catalog_path(s.flavours[0]) is not None]
 
 
 def _flavour(spec: EngineSpec, flavour: str | None) -> str:
@@ -484,7 +482,7 @@ def _build_catalog(spec: EngineSpec, flavour: str | None, version: str | None) -
             knobs[name] = replace(knob, deprecated=facts[name]["deprecated"])
     for name in sorted(facts):
         if name not in knobs and name not in absent:
-            knobs[name] = _generated_knob(flavour, facts[name], source, version)
+            knobs[name] = _generated_knob(flavour, facts[name], source, v_series)
     removed, removed_later = {}, {}
     for entry in raw.get("removed", []):
         name = entry["name"]
@@ -596,10 +594,11 @@ _DOCS = {
 }
 
 
-def _generated_knob(flavour: str, fact: dict, source: str, version: str) -> Knob:
-    """A knob from the server's own list: known, not judged (safety unknown, not tunable)."""
+def _generated_knob(flavour: str, fact: dict, source: str, major: str) -> Knob:
+    """A knob from the server's own list: known, not judged (safety unknown, not tunable).
+    ``major``: the version's series, from the engine's spec that build_catalog was given
+    (not looked up again: the engine called down to build its catalog)."""
     engine = _raw(flavour)["engine"]
-    major = series(version, api.spec_of(engine).version_parts)
     knob = Knob(
         name=fact["name"], engine=engine, flavour=flavour, type=fact["type"], default=None,
         scope=fact["scope"], description=fact.get("description") or "",
@@ -635,7 +634,7 @@ def load_yaml(f: Any) -> Any:
 
 def shipped(path: Path) -> bool:
     """True for a catalog in knobs/data (checked by the tests, not at run time)."""
-    return path.resolve().parent == DATA
+    return path.resolve().parent == SHIPPED_DATA
 
 
 def validate_catalog(data: Any, path: Path) -> None:

@@ -229,11 +229,11 @@ def version_tuple(text: str) -> tuple[int, ...]:
     return parse_version(text, pad=True)
 
 
-def flavour_for(engine: str, flavour: str | None, version: str | None) -> str:
+def flavour_for(engine: str | api.Engine, flavour: str | None, version: str | None) -> str:
     """The flavour of ``engine``: ``flavour`` when it is one of the engine's, else the
     engine's choice for ``version`` (``Engine.resolve_flavour``: MySQL's versions from 10 on
     are MariaDB; other engines take their YAML's first flavour)."""
-    return api.get_engine(engine).resolve_flavour(flavour, version)
+    return api.engine_of(engine).resolve_flavour(flavour, version)
 
 
 def known_engines() -> list[str]:

@@ -573,6 +573,13 @@ def get_engine(word: str) -> Engine:
     return _lookup().get_engine(word)
 
 
+def engine_of(engine: str | Engine) -> Engine:
+    """``engine`` itself when the caller passed the engine (what the generic layers should be
+    given: the engine package builds its catalog and memory model and hands itself down), else
+    the registry's engine of that name, for callers that still name it by a word."""
+    return engine if isinstance(engine, Engine) else get_engine(engine)
+
+
 def resolve(word: str) -> tuple[Engine, str | None]:
     return _lookup().resolve(word)
 
