@@ -1,4 +1,9 @@
-"""Knob catalogs: YAML data per flavour, checked against a JSON schema when loaded.
+"""Knob catalogs: YAML data per flavour, checked against a JSON schema.
+
+The shipped catalogs (knobs/data) are checked by the tests (tests/knobs/test_shipped_data.py)
+and when ``knobs generate`` writes them, not on every run: the schema check of one catalog
+costs about 0.3 s of CPU, more than the rest of ``check FILE`` (issue 55). A catalog from any
+other folder (``EXTRA_CATALOG_DIRS``: an engine package someone adds) is checked when loaded.
 
 Two layers: the servers' own lists of settings (``data/generated/<flavour>-<series>.json``,
 written by ``python -m pmem_advisor.knobs.generate`` from pg_settings / SYSTEM_VARIABLES) say
@@ -23,7 +28,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from pmem_advisor.engines import api
@@ -33,6 +37,7 @@ from pmem_advisor.knobs import units
 from pmem_advisor.knobs.version import parse_version, series, version_in
 
 DATA = Path(__file__).resolve().parent / "data"
+SHIPPED_DATA = DATA  # what the package ships (a test may point DATA elsewhere)
 # Folders searched for <flavour>.yaml after DATA (tests add their own engines' catalogs).
 EXTRA_CATALOG_DIRS: list[Path] = []
 NUMERIC = ("int", "size", "duration", "real")
@@ -393,9 +398,11 @@ class Catalog:
                                          + list(self.removed), n=n, cutoff=cutoff)
 
 
-def supported_versions(engine: str, flavour: str | None = None) -> list[str]:
-    flavour = _flavour(api.spec_of(engine), flavour)
-    return list(_raw(flavour)["series"])
+def supported_versions(engine: str | EngineSpec, flavour: str | None = None) -> list[str]:
+    """The series the catalog of ``engine`` (its spec, or its name: then the registry is
+    asked for the spec) knows, oldest first."""
+    spec = engine if isinstance(engine, EngineSpec) else api.spec_of(engine)
+    return list(_raw(_flavour(spec, flavour))["series"])
 
 
 def catalog_path(flavour: str) -> Path | None:
@@ -405,11 +412,6 @@ def catalog_path(flavour: str) -> Path | None:
         if path.is_file():
             return path
     return None
-
-
-def catalog_engines() -> list[str]:
-    """The registered engines whose default flavour has a knob catalog."""
-    return [s.name for s in api.specs() if catalog_path(s.flavours[0]) is not None]
 
 
 def _flavour(spec: EngineSpec, flavour: str | None) -> str:
@@ -433,10 +435,25 @@ def load_catalog(engine: str, flavour: str | None = None, version: str | None = 
     return api.get_engine(api.spec_of(engine).name).catalog(flavour, version)
 
 
+_BUILT: dict[tuple, Catalog] = {}  # build_catalog's results (cleared by clear_caches)
+
+
 def build_catalog(spec: EngineSpec, flavour: str | None = None,
                   version: str | None = None) -> Catalog:
     """The catalog of knobs/data/<flavour>.yaml (under the servers' generated lists) for the
-    engine of ``spec``, resolved for ``version`` (default: the newest series)."""
+    engine of ``spec``, resolved for ``version`` (default: the newest series).
+
+    Built once per (engine, flavour, version) in a process and then shared: building one
+    resolves every knob the server lists (~10 ms of CPU), which a run over many files would
+    pay per file (issue 55). Callers treat a Catalog as read-only (nothing assigns into it)."""
+    key = (spec.name, spec.source, spec.version_parts, flavour, version)
+    built = _BUILT.get(key)
+    if built is None:
+        built = _BUILT[key] = _build_catalog(spec, flavour, version)
+    return built
+
+
+def _build_catalog(spec: EngineSpec, flavour: str | None, version: str | None) -> Catalog:
     engine = spec.name
     flavour = _flavour(spec, flavour)
     raw = _raw(flavour)
@@ -465,7 +482,7 @@ def build_catalog(spec: EngineSpec, flavour: str | None = None,
             knobs[name] = replace(knob, deprecated=facts[name]["deprecated"])
     for name in sorted(facts):
         if name not in knobs and name not in absent:
-            knobs[name] = _generated_knob(flavour, facts[name], source, version)
+            knobs[name] = _generated_knob(flavour, facts[name], source, v_series)
     removed, removed_later = {}, {}
     for entry in raw.get("removed", []):
         name = entry["name"]
@@ -577,10 +594,11 @@ _DOCS = {
 }
 
 
-def _generated_knob(flavour: str, fact: dict, source: str, version: str) -> Knob:
-    """A knob from the server's own list: known, not judged (safety unknown, not tunable)."""
+def _generated_knob(flavour: str, fact: dict, source: str, major: str) -> Knob:
+    """A knob from the server's own list: known, not judged (safety unknown, not tunable).
+    ``major``: the version's series, from the engine's spec that build_catalog was given
+    (not looked up again: the engine called down to build its catalog)."""
     engine = _raw(flavour)["engine"]
-    major = series(version, api.spec_of(engine).version_parts)
     knob = Knob(
         name=fact["name"], engine=engine, flavour=flavour, type=fact["type"], default=None,
         scope=fact["scope"], description=fact.get("description") or "",
@@ -604,16 +622,40 @@ def _generated_knob(flavour: str, fact: dict, source: str, version: str) -> Knob
     return replace(knob, default=default)
 
 
-@lru_cache(maxsize=8)
-def _raw(flavour: str) -> dict:
-    path = catalog_path(flavour) or DATA / f"{flavour}.yaml"
-    with open(path, encoding="utf-8") as f:
-        data = yaml.safe_load(f)
+# libyaml's loader when PyYAML was built with it (the same safe constructors, about ten
+# times faster than the pure-Python one); the engine registry reads its YAML with it too.
+SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(f: Any) -> Any:
+    """``yaml.safe_load`` of an open file or a text, with the fastest safe loader."""
+    return yaml.load(f, Loader=SafeLoader)  # noqa: S506 - a SafeLoader, never the full one
+
+
+def shipped(path: Path) -> bool:
+    """True for a catalog in knobs/data (checked by the tests, not at run time)."""
+    return path.resolve().parent == SHIPPED_DATA
+
+
+def validate_catalog(data: Any, path: Path) -> None:
+    """The catalog schema check of one file; CatalogDataError names the file and the field.
+    jsonschema is imported here: only a catalog that was not shipped needs it at run time."""
+    import jsonschema
+
     try:
         jsonschema.validate(data, _schema())
     except jsonschema.ValidationError as e:
         where = "/".join(str(p) for p in e.absolute_path)
         raise CatalogDataError(f"{path.name}: {where}: {e.message}") from None
+
+
+@lru_cache(maxsize=8)
+def _raw(flavour: str) -> dict:
+    path = catalog_path(flavour) or DATA / f"{flavour}.yaml"
+    with open(path, encoding="utf-8") as f:
+        data = load_yaml(f)
+    if not shipped(path):
+        validate_catalog(data, path)
     if data["flavour"] != flavour:
         raise CatalogDataError(f"{path.name}: flavour {data['flavour']!r} must equal the file "
                                f"name {flavour!r}")
@@ -628,6 +670,7 @@ def clear_caches() -> None:
     """Forget what was read (the registry calls it after its data folders changed)."""
     for fn in (_raw, _base_knobs, _at_version, _generated_docs):
         fn.cache_clear()
+    _BUILT.clear()
 
 
 def knob_names(flavour: str) -> list[str]:

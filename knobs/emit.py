@@ -84,10 +84,12 @@ def _plain_header(header: Header, catalog: Catalog, kind: str) -> list[str]:
     return lines
 
 
-def catalog_for(engine: str, header: Header, catalog: Catalog | None) -> Catalog:
+def catalog_for(engine: str | api.Engine, header: Header, catalog: Catalog | None) -> Catalog:
     """``catalog``, else the engine's catalog for the header's flavour and version."""
     if catalog is not None:
         return catalog
+    if isinstance(engine, api.Engine):
+        return engine.catalog(header.flavour or None, header.version or None)
     return load_catalog(engine, header.flavour or None, header.version or None)
 
 
@@ -107,10 +109,11 @@ def checked(text: str) -> str:
     return text
 
 
-def emit_config(engine: str, settings: list[Setting], header: Header = Header(), *,
-                catalog: Catalog | None = None, fragment: bool = True) -> EmittedConfig:
-    """The config in ``engine``'s format (each engine's ``Engine.emit``)."""
-    eng = api.get_engine(engine)
+def emit_config(engine: str | api.Engine, settings: list[Setting], header: Header = Header(),
+                *, catalog: Catalog | None = None, fragment: bool = True) -> EmittedConfig:
+    """The config in ``engine``'s format (each engine's ``Engine.emit``); ``engine``: the
+    engine (or its name, looked up)."""
+    eng = api.engine_of(engine)
     flavour = eng.resolve_flavour(header.flavour or None, header.version or None)
     if catalog is None and catalog_path(flavour) is not None:  # advice-only: may have none
         catalog = eng.catalog(flavour, header.version or None)
@@ -138,16 +141,16 @@ class Statement:
     config_line: str | None = None  # the config-file line it also needs (MariaDB my.cnf)
 
 
-def emit_sql(engine: str, settings: list[Setting], header: Header = Header(), *,
+def emit_sql(engine: str | api.Engine, settings: list[Setting], header: Header = Header(), *,
              catalog: Catalog | None = None) -> EmittedConfig:
     """SQL a DBA pipes into the server's client: one statement per setting (the engine's
     ``sql_statement``), each with a comment saying what applies it, then the engine's
     closing lines (``sql_epilogue``: PostgreSQL's reload, MariaDB's my.cnf lines). An engine
     without SQL settings is a one-line UsageError."""
-    eng = api.get_engine(engine)
+    eng = api.engine_of(engine)
     if not eng.takes_sql:
         raise eng.no_sql()
-    catalog = catalog_for(engine, header, catalog)
+    catalog = catalog_for(eng, header, catalog)
     resolved, warnings = resolve_settings(settings, catalog)
     version = header.version or catalog.version
     statements = [(eng.sql_statement(knob, value, catalog.flavour, version), reason)

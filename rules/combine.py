@@ -156,9 +156,14 @@ def _norm(v: Any) -> Any:
 
 
 # ---------------------------------------------------------------- evaluation
+def _rules_for(facts: Facts) -> tuple[Rule, ...]:
+    """The rules that can apply to ``facts``: no other engine's baseline is loaded."""
+    return all_rules(facts.engine) if facts.engine else all_rules()
+
+
 def _evaluate(facts: Facts, rules: tuple[Rule, ...] | None = None):
     out = []
-    for rule in rules if rules is not None else all_rules():
+    for rule in rules if rules is not None else _rules_for(facts):
         effects = rule.evaluate(facts)
         if effects:
             out.append((rule, effects))
@@ -372,7 +377,7 @@ def check(facts: Facts, config: dict | None = None, *, catalog=None,
         effects_of = {r.id: effects for r, effects in fired}
         # every applicable rule sees the config; one that did not fire gets no effects and
         # may still check (e.g. "full_page_writes=off on DAX" needs no recommendation)
-        for rule in rules if rules is not None else all_rules():
+        for rule in rules if rules is not None else _rules_for(facts):
             if rule.applies_to(facts):
                 found.extend(rule.check_config(facts, cfg, effects_of.get(rule.id, []),
                                                view.same))

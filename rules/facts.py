@@ -229,11 +229,11 @@ def version_tuple(text: str) -> tuple[int, ...]:
     return parse_version(text, pad=True)
 
 
-def flavour_for(engine: str, flavour: str | None, version: str | None) -> str:
+def flavour_for(engine: str | api.Engine, flavour: str | None, version: str | None) -> str:
     """The flavour of ``engine``: ``flavour`` when it is one of the engine's, else the
     engine's choice for ``version`` (``Engine.resolve_flavour``: MySQL's versions from 10 on
     are MariaDB; other engines take their YAML's first flavour)."""
-    return api.get_engine(engine).resolve_flavour(flavour, version)
+    return api.engine_of(engine).resolve_flavour(flavour, version)
 
 
 def known_engines() -> list[str]:
@@ -242,7 +242,29 @@ def known_engines() -> list[str]:
 
 
 def validate_profile(profile: Any, origin: str = "profile") -> dict:
-    """One-line InputError for anything that is not a pmem-advisor.probe/1 profile."""
+    """One-line InputError for anything that is not a pmem-advisor.probe/1 profile: the
+    shape (``check_profile_shape``), then the shipped schema. For a profile that comes from
+    outside (``--profile FILE``: cli/recommend.py reads it with this)."""
+    check_profile_shape(profile, origin)
+    import jsonschema
+
+    from pmem_advisor import schemas
+
+    try:  # the shipped schema is the contract for reading a profile too
+        jsonschema.validate(profile, schemas.load(PROFILE_SCHEMA))
+    except jsonschema.ValidationError as e:
+        where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
+        raise InputError(f"{origin}: not a {PROFILE_SCHEMA} profile at {where}: "
+                         f"{e.message[:200]}") from None
+    return profile
+
+
+def check_profile_shape(profile: Any, origin: str = "profile") -> dict:
+    """What the rules rely on of a profile (a JSON object of this schema version, the
+    sections of the right types, finite numbers): one-line InputError otherwise. Without
+    the JSON Schema check, which costs more CPU than the rest of ``check FILE`` (issue 55):
+    ``build_facts`` runs this on every profile, the full check is ``validate_profile``'s, on
+    the way in from a file; the probe's own output is held to the schema by the tests."""
     if not isinstance(profile, dict):
         raise InputError(f"{origin}: not a probe profile (expected a JSON object)")
     schema = profile.get("schema")
@@ -260,16 +282,6 @@ def validate_profile(profile: Any, origin: str = "profile") -> dict:
                 if not isinstance(item, dict):
                     raise InputError(f"{origin}: '{key}[{i}]' must be an object")
     _check_numbers(profile, origin, "")
-    import jsonschema
-
-    from pmem_advisor import schemas
-
-    try:  # the shipped schema is the contract for reading a profile too
-        jsonschema.validate(profile, schemas.load(PROFILE_SCHEMA))
-    except jsonschema.ValidationError as e:
-        where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
-        raise InputError(f"{origin}: not a {PROFILE_SCHEMA} profile at {where}: "
-                         f"{e.message[:200]}") from None
     return profile
 
 
@@ -457,7 +469,7 @@ def build_facts(profile: dict, *, engine: str | None, flavour: str | None = None
 
     ``target``: ``--memory``/``--cpus``/``--medium`` describe the host the config is for,
     whatever the probed machine has (recommend, check); see rules.budget.effective_budget."""
-    validate_profile(profile)
+    check_profile_shape(profile)
     if engine is not None and engine not in known_engines():
         raise UsageError(f"engine {engine!r} is not one of {', '.join(known_engines())}")
     if workload not in WORKLOADS:

@@ -229,8 +229,8 @@ class KnobReader:
 
 
 # ------------------------------------------------------------------ the estimate
-def worst_case(engine: str, settings: Mapping[str, Any], *, flavour: str | None = None,
-               version: str | None = None, catalog=None,
+def worst_case(engine: str | api.Engine, settings: Mapping[str, Any], *,
+               flavour: str | None = None, version: str | None = None, catalog=None,
                host_memory_bytes: int | None = None,
                files_in_memory: bool = False,
                host_cpus: int | None = None) -> MemoryEstimate | None:
@@ -243,8 +243,8 @@ def worst_case(engine: str, settings: Mapping[str, Any], *, flavour: str | None 
     leaves them out, as it leaves out their files on disk). ``host_cpus``: the CPUs the
     server may use, for defaults derived from them (engines with ``uses_host_cpus``); unknown,
     the worst case over any count."""
-    eng = api.get_engine(engine)
-    if eng.name != engine:  # an alias: callers pass the engine's own name
+    eng = api.engine_of(engine)
+    if isinstance(engine, str) and eng.name != engine:  # an alias: callers pass the name
         raise UsageError(f"engine {engine!r}: use {eng.name}")
     flavour = eng.resolve_flavour(flavour, version)
     if catalog is None:

@@ -31,15 +31,24 @@ def catalog_rules() -> tuple[Rule, ...]:
     return tuple(rules)
 
 
-def baseline_rules() -> tuple[Rule, ...]:
+def baseline_rules(engine: str | None = None) -> tuple[Rule, ...]:
     """Every engine's baseline (``Engine.baseline_rules``), PostgreSQL and MySQL first; each
     rule's ``engines`` decides where it applies. An engine whose module is broken is left
-    out here (asking for that engine by name reports it)."""
-    return tuple(r for e in api.loadable_engines() for r in e.baseline_rules())
+    out here (asking for that engine by name reports it).
+
+    ``engine``: only that engine's baseline. A baseline rule applies to its own engine only
+    (``Rule.engines``), so the others' would never fire, and importing every engine package
+    (their runners, workloads and instance code) is most of what ``check FILE`` would cost
+    (issue 55)."""
+    if engine is None:
+        return tuple(r for e in api.loadable_engines() for r in e.baseline_rules())
+    return api.get_engine(engine).baseline_rules()
 
 
-def all_rules() -> tuple[Rule, ...]:
-    return baseline_rules() + catalog_rules()
+def all_rules(engine: str | None = None) -> tuple[Rule, ...]:
+    """The baselines and the catalog; ``engine``: only the rules that can apply to facts of
+    that engine (its baseline, and catalog rules of any engine: they filter themselves)."""
+    return baseline_rules(engine) + catalog_rules()
 
 
 def get_rule(rule_id: str) -> Rule:

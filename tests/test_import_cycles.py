@@ -1,11 +1,16 @@
-"""The import graph has no cycle: every import counts, inside functions too, except those
-under ``if TYPE_CHECKING:``. The modules are read with ``ast`` from the design card's
-folders (setup.py maps them into ``pmem_advisor``), nothing is imported. The layers and
-the engines' independence are import-linter contracts (.importlinter, ``make lint``)."""
+"""The import graph has no cycle and no arrow pointing up: every import counts, at the top,
+inside functions and under ``if TYPE_CHECKING:`` (issue 53: a type-only import is still a
+dependency a reader follows). The modules are read with ``ast`` from the design card's
+folders (setup.py maps them into ``pmem_advisor``), nothing is imported. The layers and the
+engines' independence are import-linter contracts (.importlinter, ``make lint``); the linter
+leaves type-only imports out, so ``test_layers_hold_for_every_import`` checks the layers
+contract here again with them counted."""
 
 from __future__ import annotations
 
 import ast
+import configparser
+import re
 import shutil
 import subprocess
 import sys
@@ -32,18 +37,6 @@ def modules() -> dict[str, Path]:
     return out
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    skip = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            test = node.test
-            name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", None)
-            if name == "TYPE_CHECKING":
-                for stmt in node.body:
-                    skip.update(id(n) for n in ast.walk(stmt))
-    return skip
-
-
 def imports(mods: dict[str, Path]) -> dict[str, set[str]]:
     """Module -> the project modules it imports (a name imported from a package is the
     submodule when there is one, else the package)."""
@@ -56,12 +49,9 @@ def imports(mods: dict[str, Path]) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in mods.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        skip = _type_checking_nodes(tree)
         is_package = path.name == "__init__.py"
         targets: set[str] = set()
-        for node in ast.walk(tree):
-            if id(node) in skip:
-                continue
+        for node in ast.walk(tree):  # every import: at the top, in a function, type-only
             if isinstance(node, ast.Import):
                 found = [known(a.name) for a in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -128,6 +118,70 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+# Circles still open in other helpers' areas (issue 53), one line each with its owner: the
+# test passes with them and fails on any other. Remove a line when its split lands.
+KNOWN_CYCLES = {
+    ("instances.base", "instances.golden"),  # helper i50b: golden names base's types
+    ("tuner.pairing", "tuner.tuner", "tuner.verdict"),  # helper i53c: verdict names the Tuner
+}
+# Arrows pointing up that import-linter does not see (type-only), owned likewise.
+KNOWN_UPWARD: set[tuple[str, str]] = set()
+
+
+def layer_contract() -> tuple[list[list[str]], list[tuple[str, str]]]:
+    """The layers (top first; each a list of packages, ``|``/``:`` siblings) and the
+    ignore_imports patterns of .importlinter's layers contract."""
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / ".importlinter", encoding="utf-8")
+    section = cfg["importlinter:contract:layers"]
+    layers = [[p.strip() for p in re.split(r"[|:]", line) if p.strip()]
+              for line in section["layers"].splitlines() if line.strip()]
+    ignores = []
+    for line in section.get("ignore_imports", "").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            a, _, b = line.partition("->")
+            ignores.append((a.strip(), b.strip()))
+    return layers, ignores
+
+
+def _pattern(text: str) -> re.Pattern:
+    """import-linter's module pattern: ``*`` one name, ``**`` any number of names."""
+    out = re.escape(text).replace(r"\.\*\*", r"(\..+)?").replace(r"\*", r"[^.]+")
+    return re.compile(out + "$")
+
+
+def upward(graph: dict[str, set[str]], layers: list[list[str]],
+           ignores: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Every import from a module to one in a higher layer (a layers contract forbids it)."""
+
+    def layer(module: str) -> int | None:
+        best = None
+        for i, packages in enumerate(layers):
+            for p in packages:
+                if (module == p or module.startswith(p + ".")) and (
+                        best is None or len(p) > best[1]):
+                    best = (i, len(p))
+        return None if best is None else best[0]
+
+    patterns = [(_pattern(a), _pattern(b)) for a, b in ignores]
+    found = []
+    for source, targets in graph.items():
+        low = layer(source)
+        for target in targets:
+            high = layer(target)
+            if low is None or high is None or high >= low:
+                continue
+            if any(a.match(source) and b.match(target) for a, b in patterns):
+                continue
+            found.append((source, target))
+    return sorted(found)
+
+
+def _short(names) -> tuple[str, ...]:
+    return tuple(m.removeprefix("pmem_advisor.") for m in names)
+
+
 def test_the_graph_is_read_whole():
     graph = imports(modules())
     assert len(graph) > 200
@@ -141,10 +195,47 @@ def test_the_cycle_finder_finds_one():
 
 
 def test_no_import_cycle():
-    found = cycles(imports(modules()))
-    text = "\n".join(" <-> ".join(m.removeprefix("pmem_advisor.") for m in group)
-                     for group in found)
-    assert not found, f"{len(found)} import cycle(s):\n{text}"
+    found = [_short(group) for group in cycles(imports(modules()))]
+    new = [g for g in found if g not in KNOWN_CYCLES]
+    text = "\n".join(" <-> ".join(g) for g in new)
+    assert not new, f"{len(new)} import cycle(s):\n{text}"
+
+
+def test_layers_hold_for_every_import():
+    layers, ignores = layer_contract()
+    assert len(layers) >= 8 and ["pmem_advisor.cli"] in layers
+    found = upward(imports(modules()), layers, ignores)
+    new = [(_short([a])[0], _short([b])[0]) for a, b in found]
+    new = [e for e in new if e not in KNOWN_UPWARD]
+    text = "\n".join(f"{a} -> {b}" for a, b in new)
+    assert not new, f"{len(new)} import(s) up the layers of .importlinter:\n{text}"
+
+
+def _toy(tmp_path: Path, bottom: str) -> dict[str, Path]:
+    (tmp_path / "top.py").write_text("from pmem_advisor.bottom import thing\n")
+    (tmp_path / "bottom.py").write_text(bottom)
+    return {"pmem_advisor.top": tmp_path / "top.py",
+            "pmem_advisor.bottom": tmp_path / "bottom.py"}
+
+
+@pytest.mark.parametrize("bottom", [
+    "def thing():\n    from pmem_advisor.top import x\n    return x\n",
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pmem_advisor.top import X\n",
+    "import typing\nif typing.TYPE_CHECKING:\n    import pmem_advisor.top\n",
+], ids=["in-function", "type-only", "typing.TYPE_CHECKING"])
+def test_a_hidden_upward_import_fails(tmp_path, bottom):
+    graph = imports(_toy(tmp_path, bottom))
+    assert graph["pmem_advisor.bottom"] == {"pmem_advisor.top"}
+    layers = [["pmem_advisor.top"], ["pmem_advisor.bottom"]]
+    assert upward(graph, layers, []) == [("pmem_advisor.bottom", "pmem_advisor.top")]
+    assert cycles(graph) == [["pmem_advisor.bottom", "pmem_advisor.top"]]
+    # an ignore_imports line of the contract lets it through, as import-linter does
+    assert upward(graph, layers, [("pmem_advisor.bottom", "pmem_advisor.**")]) == []
+
+
+def test_an_import_down_the_layers_passes(tmp_path):
+    graph = imports(_toy(tmp_path, "thing = 1\n"))
+    assert upward(graph, [["pmem_advisor.top"], ["pmem_advisor.bottom"]], []) == []
 
 
 @pytest.mark.skipif(shutil.which("lint-imports") is None

@@ -31,7 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 from pmem_advisor.errors import (
     EXIT_USAGE,
@@ -41,12 +41,70 @@ from pmem_advisor.errors import (
     UsageError,
 )
 
-if TYPE_CHECKING:  # only for the annotations: the generic layers sit above this module
-    from pmem_advisor.knobs.catalog import Catalog
-    from pmem_advisor.knobs.emit import EmittedConfig, Header, Setting
-    from pmem_advisor.rules.memory import MemoryEstimate
-    from pmem_advisor.rules.model import Rule
-    from pmem_advisor.tuner.evaluator import Evaluator
+# -- the types the contract names -------------------------------------------------------------
+# What an engine hands the generic layers and takes from them, described here at the bottom
+# as protocols, so this module names no layer above it (not even for annotations: a type-only
+# import upward is a circle, tests/test_import_cycles.py counts them). The classes that
+# satisfy them live in those layers: knobs.catalog.Catalog, knobs.emit.Setting / Header /
+# EmittedConfig, rules.memory.MemoryEstimate, rules.model.Rule, tuner.evaluator.Evaluator.
+
+
+@runtime_checkable
+class KnobCatalog(Protocol):
+    """A flavour's knobs resolved for one version (knobs.catalog.Catalog)."""
+
+    engine: str
+    flavour: str
+    title: str
+    version: str
+    knobs: Mapping[str, Any]
+
+    def find(self, name: str) -> Any: ...
+
+    def get(self, name: str) -> Any: ...
+
+
+class ConfigSetting(Protocol):
+    """One setting to emit: knob name, value, reason (knobs.emit.Setting)."""
+
+    name: str
+    value: Any
+    reason: str
+
+
+class ConfigHeader(Protocol):
+    """What an emitted config's header says (knobs.emit.Header)."""
+
+    flavour: str
+    version: str
+
+
+class EmittedText(Protocol):
+    """An engine's config text and its warnings (knobs.emit.EmittedConfig)."""
+
+    text: str
+    warnings: list[str]
+
+
+class MemoryWorstCase(Protocol):
+    """Worst-case memory of a config (rules.memory.MemoryEstimate)."""
+
+    @property
+    def total_bytes(self) -> int: ...
+
+
+class SizingRule(Protocol):
+    """A rule the recommendation evaluates (rules.model.Rule)."""
+
+    id: str
+    engines: tuple[str, ...]
+
+
+class TrialEvaluator(Protocol):
+    """Measures one trial config (tuner.evaluator.Evaluator)."""
+
+    def close(self) -> None: ...
+
 
 KINDS = ("server", "embedded", "tool", "advice")
 
@@ -137,7 +195,7 @@ class EvalRequest:
     data_dir: str | Path | None = None
     wal_dir: str | Path | None = None
     workdir: str | Path | None = None
-    catalog: Catalog | None = None
+    catalog: KnobCatalog | None = None
     cgroup: Any = None  # instances.cgroup.MemoryCgroup holding the engine to the budget
 
 
@@ -216,14 +274,14 @@ class Engine(ABC):
 
     # -- knobs ---------------------------------------------------------------------------
     @abstractmethod
-    def catalog(self, flavour: str | None = None, version: str | None = None) -> Catalog:
+    def catalog(self, flavour: str | None = None, version: str | None = None) -> KnobCatalog:
         """The knob catalog resolved for ``version`` (default: the newest series). UsageError
         for an unsupported version or a foreign flavour. ``base.Engine`` reads
         knobs/data/<flavour>.yaml."""
 
     @abstractmethod
-    def emit(self, settings: list[Setting], header: Header | None = None, *,
-             catalog: Catalog | None = None, fragment: bool = True) -> EmittedConfig:
+    def emit(self, settings: list[ConfigSetting], header: ConfigHeader | None = None, *,
+             catalog: KnobCatalog | None = None, fragment: bool = True) -> EmittedText:
         """The config text in this engine's format (``config_format``): every setting checked
         against the catalog (``knobs.emit.resolve_settings``: out of range or wrong type is a
         one-line UsageError naming the setting), one reason per line, and the text passed
@@ -273,15 +331,15 @@ class Engine(ABC):
         return self.parse_config(text, path)
 
     # -- rules ---------------------------------------------------------------------------
-    def baseline_rules(self) -> tuple[Rule, ...]:
+    def baseline_rules(self) -> tuple[SizingRule, ...]:
         """The engine's baseline sizing rules (its package's baseline.py), lowest priority;
         each has ``engines = (self.name,)``. Paper rules live in rules/catalog and are found
         there by their ``engines``. Default: none."""
         return ()
 
     def memory(self, settings: Mapping[str, Any], *, flavour: str, version: str | None,
-               catalog: Catalog | None, host_memory_bytes: int | None = None
-               ) -> MemoryEstimate | None:
+               catalog: KnobCatalog | None, host_memory_bytes: int | None = None
+               ) -> MemoryWorstCase | None:
         """Worst-case memory of ``settings`` (knob -> base-unit value, ``rules.model.Bytes`` or
         config text; knobs not given take the catalog default) as
         ``rules.memory.MemoryEstimate``: global bytes + per-connection bytes x connections,
@@ -400,7 +458,7 @@ class Engine(ABC):
     def workload_hint(self) -> str | None:
         return f"{self.name} runs: {', '.join(self.workloads)}" if self.workloads else None
 
-    def evaluator(self, request: EvalRequest) -> Evaluator:
+    def evaluator(self, request: EvalRequest) -> TrialEvaluator:
         """A ``tuner.evaluator.Evaluator`` that, per trial, starts ``request.binary`` with the
         trial's config (``TrialConfig.params``: knob -> base-unit value) on a fresh copy of the
         loaded data (golden copy, loaded once at ``request.scale``) in ``request.data_dir``
@@ -461,7 +519,7 @@ class Engine(ABC):
         what was found or why not, how to get it or a better one). None: the engine is listed
         as "engine NAME" with its ``binary_status``."""
         return None
-    def data_bounds(self, workload: Any, scale: int, catalog: Catalog,
+    def data_bounds(self, workload: Any, scale: int, catalog: KnobCatalog,
                     budget_bytes: int | None = None) -> list[Any]:
         """What ``workload`` at ``scale`` within ``budget_bytes`` demands of any config that
         is to run it, as ``tuner.feasible.DataBound`` (knob, low/high in the catalog's unit,
@@ -513,6 +571,13 @@ def _lookup() -> EngineLookup:
 def get_engine(word: str) -> Engine:
     """The engine for a name or alias ('pg', 'mariadb'); UsageError if unknown."""
     return _lookup().get_engine(word)
+
+
+def engine_of(engine: str | Engine) -> Engine:
+    """``engine`` itself when the caller passed the engine (what the generic layers should be
+    given: the engine package builds its catalog and memory model and hands itself down), else
+    the registry's engine of that name, for callers that still name it by a word."""
+    return engine if isinstance(engine, Engine) else get_engine(engine)
 
 
 def resolve(word: str) -> tuple[Engine, str | None]:

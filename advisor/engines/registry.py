@@ -21,7 +21,6 @@ import json
 from functools import cache
 from pathlib import Path
 
-import jsonschema
 import yaml
 
 from pmem_advisor.engines import api
@@ -40,19 +39,36 @@ def _schema() -> dict:
     return json.loads(SCHEMA.read_text(encoding="utf-8"))
 
 
-def load_spec(path: Path) -> EngineSpec:
-    """One engine YAML, validated; EngineDataError (one line: file, field, problem)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as e:
-        first = " ".join(str(e).split())
-        raise EngineDataError(f"engine data {path.name}: cannot read it: {first}") from None
+def shipped(path: Path) -> bool:
+    """True for the YAML of an engine package shipped here (advisor/engines/<package>/):
+    the tests check those against the schema (tests/engines/test_registry.py), so a run
+    does not; an added folder's (``add_data_dir``) is checked when read (issue 55)."""
+    return path.resolve().parent.parent == ENGINES_DIR
+
+
+def validate_spec(data: object, path: Path) -> None:
+    """The schema check of one engine YAML; EngineDataError (one line: file, field, problem).
+    jsonschema is imported here: only data that was not shipped needs it at run time."""
+    import jsonschema
+
     try:
         jsonschema.validate(data, _schema())
     except jsonschema.ValidationError as e:
         where = "/".join(str(p) for p in e.absolute_path) or "top level"
         raise EngineDataError(f"engine data {path.name}: {where}: {e.message}") from None
+
+
+def load_spec(path: Path, *, validate: bool | None = None) -> EngineSpec:
+    """One engine YAML, read (and validated unless shipped; ``validate`` forces either way);
+    EngineDataError (one line: file, field, problem)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = knob_catalog.load_yaml(f)
+    except (OSError, yaml.YAMLError) as e:
+        first = " ".join(str(e).split())
+        raise EngineDataError(f"engine data {path.name}: cannot read it: {first}") from None
+    if validate if validate is not None else not shipped(path):
+        validate_spec(data, path)
     if data["name"] != path.stem:
         raise EngineDataError(f"engine data {path.name}: name {data['name']!r} must equal "
                               f"the file name {path.stem!r}")

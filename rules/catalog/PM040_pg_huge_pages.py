@@ -34,7 +34,7 @@ def winning_bytes(f, knob: str, fallback: int, exclude: str) -> int:
     from pmem_advisor.rules.registry import all_rules
 
     best = None
-    for rule in all_rules():
+    for rule in all_rules(f.engine):  # no other engine's baseline can set its knob
         if rule.id == exclude or not rule.id.startswith("PM"):
             continue
         for e in rule.evaluate(f):

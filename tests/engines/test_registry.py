@@ -35,9 +35,26 @@ def profile(tmp_path) -> str:
 def test_builtin_engines_first_and_every_yaml_valid():
     names = registry.list_engines()
     assert names[:2] == ["postgres", "mysql"]
-    for spec in registry.specs():  # every shipped YAML passed the schema to get here
+    for spec in registry.specs():
         assert spec.name == Path(spec.source).stem
+        assert registry.shipped(Path(spec.source))
         assert spec.flavours and spec.kind in ("server", "embedded", "tool", "advice")
+
+
+def test_every_shipped_engine_yaml_passes_the_schema():
+    # a run reads shipped engine YAML without the schema check (issue 55): this is that check
+    paths = sorted(registry.ENGINES_DIR.glob("*/*.yaml"))
+    assert len(paths) >= 6
+    for path in paths:
+        registry.load_spec(path, validate=True)
+
+
+def test_an_added_folders_engine_yaml_is_checked_at_load(tmp_path):
+    path = tmp_path / "oops.yaml"
+    path.write_text("name: oops\n")
+    assert not registry.shipped(path)
+    with pytest.raises(EngineDataError, match="oops.yaml"):
+        registry.load_spec(path)
 
 
 def test_builtin_engines_import_and_name_their_packages():
@@ -299,3 +316,19 @@ def test_fake_tune_with_the_trust_region_gets_the_rules_knowledge(run_cli, fake_
     assert name == "trust-region" and kw["centre"] and kw["importance"]
     assert set(kw["centre"]) == set(kw["importance"])  # every searched knob, once
     assert json.loads(out).get("config_file", "").endswith("fakedb.tuned.ini")
+
+
+def test_the_contracts_types_describe_the_layers_classes():
+    # engines/api names knobs' and rules' types as protocols at the bottom (issue 53): the
+    # real classes must keep what the protocols promise
+    from pmem_advisor.engines import api
+    from pmem_advisor.knobs.emit import EmittedConfig, Header, Setting
+
+    catalog = registry.get_engine("postgres").catalog(None, "16")
+    assert isinstance(catalog, api.KnobCatalog)
+    for cls, proto in ((Setting, api.ConfigSetting), (Header, api.ConfigHeader),
+                       (EmittedConfig, api.EmittedText)):
+        fields = set(cls.__dataclass_fields__)
+        assert set(proto.__annotations__) <= fields, (cls, proto)
+    assert all(hasattr(r, "id") and hasattr(r, "engines")
+               for r in registry.get_engine("postgres").baseline_rules())

@@ -118,17 +118,13 @@ def test_schema_rejects_bad_data(tmp_path, monkeypatch):
                    " scope: forever, description: a description, doc: 'https://x'}\n")
     (tmp_path / "catalog.schema.json").write_text((cat.DATA / "catalog.schema.json").read_text())
     monkeypatch.setattr(cat, "DATA", tmp_path)
-    cat._raw.cache_clear()
-    cat._base_knobs.cache_clear()
-    cat._at_version.cache_clear()
-    try:
+    cat.clear_caches()
+    try:  # a catalog outside the shipped folder is checked when it is loaded
         with pytest.raises(cat.CatalogDataError, match="scope"):
             load_catalog("postgres")
     finally:
         monkeypatch.undo()
-        cat._raw.cache_clear()
-        cat._base_knobs.cache_clear()
-        cat._at_version.cache_clear()
+        cat.clear_caches()
 
 
 def test_full_catalog_layers_curated_over_server_facts():
