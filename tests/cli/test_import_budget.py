@@ -20,7 +20,8 @@ FORBIDDEN_FOR_CHECK = (
     "pmem_advisor.tuner.session", "pmem_advisor.tuner.space",
     "pmem_advisor.cli.tune", "pmem_advisor.cli.instances", "pmem_advisor.cli.workload",
     "pmem_advisor.cli.probe", "pmem_advisor.cli.doctor", "pmem_advisor.cli.config",
-    "pmem_advisor.instances.live",
+    "pmem_advisor.instances.live", "pmem_advisor.library.tune", "pmem_advisor.library.workload",
+    "pmem_advisor.library.probe", "pmem_advisor.library.config",
 )
 FORBIDDEN_FOR_VERSION = FORBIDDEN_FOR_CHECK + (
     "pmem_advisor.cli.check", "pmem_advisor.cli.recommend", "pmem_advisor.engines.registry",
