@@ -20,14 +20,14 @@ from datetime import UTC, datetime
 import typer
 
 from pmem_advisor.cli.output import EMULATION_NOTE, console, format_option, out, print_json
-from pmem_advisor.cli.recommend import (
+from pmem_advisor.engines.registry import engine_help, get_engine
+from pmem_advisor.errors import EXIT_FINDINGS, EnvironmentProblem, InputError, UsageError
+from pmem_advisor.library.recommend import (
     installed_version,
     load_profile,
     parse_memory,
     split_engine,
 )
-from pmem_advisor.engines.registry import engine_help, get_engine
-from pmem_advisor.errors import EXIT_FINDINGS, EnvironmentProblem, InputError, UsageError
 
 FORMATS = ("text", "json", "junit")
 SCHEMA = "pmem-advisor.check/1"

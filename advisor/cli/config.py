@@ -1,11 +1,13 @@
-"""`pmem-advisor config render|parse|validate`: write, read and server-check config files."""
+"""`pmem-advisor config render|parse|validate`: write, read and server-check config files.
+
+Parses, calls ``library.config`` (render_config, read_config, validate_config_file) and
+renders."""
 
 from __future__ import annotations
 
 import typer
 from rich.text import Text
 
-from pmem_advisor.cli.knobs import resolve_engine, resolve_target
 from pmem_advisor.cli.output import (
     chosen_format,
     console,
@@ -16,77 +18,13 @@ from pmem_advisor.cli.output import (
     print_table,
     styled,
 )
-from pmem_advisor.engines.mysql.parse import parse_mycnf
-from pmem_advisor.engines.postgres.parse import parse_postgresql_conf
 from pmem_advisor.engines.registry import engine_help
-from pmem_advisor.errors import EXIT_FINDINGS, InputError, UsageError
+from pmem_advisor.errors import EXIT_FINDINGS
 from pmem_advisor.fileio import write_keeping_backup
-from pmem_advisor.knobs.catalog import load_catalog
-from pmem_advisor.knobs.configfile import ConfigFile, read_head
-from pmem_advisor.knobs.emit import Header, Setting, emit_config
+from pmem_advisor.library.config import parse_config, render_config, validate_config_file
 
 config_app = typer.Typer(help="Render, parse and validate server config files.",
                          no_args_is_help=True)
-
-
-def _engine_of(path: str) -> str:
-    """mysql for option files (.cnf/.ini, or a first line that is a [group] or !include)."""
-    if path.endswith((".cnf", ".ini")):
-        return "mysql"
-    try:  # the first 64 KiB of a regular file: a FIFO, device or directory is refused
-        head = read_head(path)
-    except OSError as e:
-        raise InputError(f"{path}: {e.strerror}") from None
-    for line in head.splitlines():
-        s = line.strip()
-        if s and s[0] not in "#;":
-            return "mysql" if s[0] in "[!" else "postgres"
-    return "postgres"
-
-
-def read_config(path: str, engine: str | None, flavour: str | None = None,
-                version: str | None = None) -> ConfigFile:
-    engine = engine or _engine_of(path)
-    if engine == "postgres":
-        return parse_postgresql_conf(path)
-    if engine == "mysql":
-        return parse_mycnf(path, flavour=flavour, version=version)
-    return _engine_config(path, engine)
-
-
-def _engine_config(path: str, engine: str) -> ConfigFile:
-    """Any other engine's config file, read by its own parser (``Engine.parse_config``)."""
-    from pmem_advisor.engines.registry import get_engine
-    from pmem_advisor.knobs.configfile import ConfigEntry
-
-    eng = get_engine(engine)
-    read_head(path)  # a FIFO, device or directory is refused before it is read
-    settings = eng.read_config_file(path)
-    return ConfigFile(format=eng.config_format, path=path, files=[path],
-                      entries=[ConfigEntry(n, v, path, 0) for n, v in settings.items()])
-
-
-def _unsafe_reason(catalog, name: str, value: str, reason: str, allow_unsafe: bool) -> str:
-    """The line's reason; a durability risk is an error, or with --allow-unsafe says UNSAFE."""
-    knob = catalog.get(name) if name in catalog else None
-    if knob is None or not knob.risky_values:
-        return reason  # unknown names and ranges are the emitter's to refuse
-    base = knob.parse(value)
-    if not knob.is_risky(base):
-        return reason
-    why = knob.safety_reason or "it risks losing committed data"
-    if (knob.default is not None and knob.same(base, knob.default)
-            and catalog.engine in ("postgres", "mysql")):
-        # the server's own default (MariaDB's sync_binlog=0 matters only with the binary log
-        # on, as check's CK001 judges it): rendering it changes nothing, so say it, not refuse.
-        # Other engines: a risky default (Tarantool's wal_mode=write) still needs the consent
-        console.print(f"note: {name}={value} is the server's default; {why}", markup=False)
-        return reason
-    if not allow_unsafe:
-        raise UsageError(f"--set {name}={value} risks durability ({why}); "
-                         f"leave it out, or pass --allow-unsafe if you accept the loss")
-    console.print(f"warning: {name}={value} is UNSAFE: {why}", markup=False)
-    return f"UNSAFE, durability risk: {why}; {reason}"
 
 
 @config_app.command("render")
@@ -108,19 +46,9 @@ def render(
 
     A value the catalog classes as a durability risk (fsync=off, ...) is refused unless
     --allow-unsafe: what we write must pass our own `check`."""
-    flavour, version = resolve_target(engine, flavour, version)
-    engine = resolve_engine(engine, flavour)[0]
-    catalog = load_catalog(engine, flavour, version)
-    settings = []
-    for item in sets:
-        name, eq, value = item.partition("=")
-        if not eq or not name.strip():
-            raise UsageError(f"--set {item!r}: expected NAME=VALUE")
-        name, value = name.strip(), value.strip()
-        settings.append(Setting(name, value, _unsafe_reason(catalog, name, value, reason,
-                                                          allow_unsafe)))
-    header = Header(fingerprint=fingerprint, flavour=catalog.flavour, version=catalog.version)
-    emitted = emit_config(engine, settings, header, catalog=catalog, fragment=not full)
+    emitted = render_config(engine, sets, flavour=flavour, version=version, full=full,
+                            reason=reason, fingerprint=fingerprint, allow_unsafe=allow_unsafe,
+                            say=lambda line: console.print(line, markup=False))
     for w in emitted.warnings:
         console.print(f"warning: {w}")
     if out_file:
@@ -143,11 +71,8 @@ def parse(
     json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """Show the effective settings of a config file (includes followed) with file:line."""
-    if engine is not None:
-        engine, flavour = resolve_engine(engine, flavour)
-    config = read_config(file, engine, flavour, version)
+    config, kind = parse_config(file, engine, flavour, version)
     if chosen_format(fmt, json_out) == "json":
-        kind = engine or ("postgres" if config.format == "postgresql" else "mysql")
         print_json(config.to_dict(), "pmem-advisor.config-parse/1", engine=kind)
         return
     rows = [(e.name, "(flag)" if e.value is None else e.value,
@@ -172,21 +97,14 @@ def validate(
     """Start the real server on a temporary data directory with FILE and check every value.
 
     Exit 0 when all are accepted, 1 when any is adjusted or rejected, 2 when FILE is bad."""
-    from pmem_advisor.engines.server_validate import check_flavour, validate_config
-    from pmem_advisor.instances import pick_server
-
-    engine, flavour = resolve_engine(engine, flavour)
     fmt = chosen_format(fmt, json_out)
-    if engine not in ("postgres", "mysql"):
-        return _validate_by_starting(file, engine, flavour, version, fmt)
-    binary = pick_server(engine, flavour, version)
-    config = read_config(file, engine, binary.flavour, binary.version)
-    check_flavour(config, engine, binary.flavour, str(binary.version))
-    console.print(f"starting {binary.flavour} {binary.version} with {len(config.effective())} "
-                  f"settings from {file} ...")
-    report = validate_config(config, engine, binary=binary)
-    _print_report(report, file, fmt)
-    if not report.ok:
+    checked = validate_config_file(file, engine, flavour=flavour, version=version,
+                                   say=console.print)
+    if checked.started is not None and fmt == "table":  # every value was taken: one sentence
+        out.print(checked.started, markup=False, highlight=False)
+    else:
+        _print_report(checked.report, file, fmt)
+    if not checked.report.ok:
         raise typer.Exit(EXIT_FINDINGS)
 
 
@@ -204,39 +122,6 @@ def _print_report(report, file: str, fmt: str) -> None:
                 title=f"{file} on {report.flavour} {report.version}", fmt=fmt)
     for p in report.problems:
         console.print(Text.assemble(styled("problem", "red"), f": {p}"))
-
-
-def _validate_by_starting(file: str, engine: str, flavour: str | None, version: str | None,
-                          fmt: str) -> None:
-    """Another engine: parse FILE with its parser (values checked against its catalog), then
-    start the engine with it (``Engine.validate_by_starting``); a refusal is exit 2 naming the
-    setting, a missing binary exit 3 naming the package."""
-    import tempfile
-
-    from pmem_advisor.engines.registry import get_engine
-    from pmem_advisor.engines.server_validate import SettingCheck, ValidationReport
-
-    eng = get_engine(engine)
-    binary = eng.find_binary(flavour, version)  # exit 3 naming the package when missing
-    config = read_config(file, engine, binary.flavour, binary.version)
-    catalog = eng.catalog(binary.flavour, None if binary.version == "unknown" else
-                          binary.version)
-    for e in config.entries:  # out of range / wrong type: one line naming the setting
-        catalog.get(e.name).parse(e.value or "")
-    with open(file, encoding="utf-8") as f:
-        text = f.read()
-    console.print(f"starting {binary.describe()} with {len(config.entries)} settings from "
-                  f"{file} ...")
-    with tempfile.TemporaryDirectory(prefix="pmem-advisor-validate-") as workdir:
-        eng.validate_by_starting(text, workdir, binary=binary)
-    report = ValidationReport(engine, binary.flavour, str(binary.version), [
-        SettingCheck(e.name, e.value, "accepted", e.value, f"{eng.title} started with it",
-                     e.file, e.line) for e in config.entries])
-    if fmt != "table":
-        _print_report(report, file, fmt)
-    else:  # every value was taken: the sentence says it all
-        out.print(f"{file}: {eng.title} {binary.version} started with all "
-                  f"{len(config.entries)} settings", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,6 @@ from pmem_advisor.cli.output import (
     print_json,
 )
 from pmem_advisor.engines.registry import engine_help
-from pmem_advisor.knobs.units import parse_bytes
 
 
 def tune(
@@ -74,36 +73,18 @@ def tune(
     benchmark's --clients. Exit codes: 0 done, 2 bad input, 3 environment (no trial
     measured: no config written; --out not writable; disk full), 130 Ctrl-C, 143 SIGTERM
     (the study is kept either way: --resume continues it)."""
-    from pmem_advisor.capabilities import require_extra
-    from pmem_advisor.cli.knobs import resolve_engine
+    from pmem_advisor.library.tune import tune as run
 
-    engine, flavour = resolve_engine(engine, flavour)  # 'pg', 'mariadb': aliases are data
-    require_extra("tune", "pmem-advisor tune")  # before any server starts or data loads
-    from pmem_advisor.connection import resolve_dsn
-    from pmem_advisor.report.progress import LiveProgress
-    from pmem_advisor.tuner.session import TuneRequest, run_tune
-
-    notes: list[str] = []
-    live_dsn = resolve_dsn(dsn, dsn_file, notes=notes) if (dsn or dsn_file) else None
-    for note in notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
-    req = TuneRequest(
-        engine=engine, workload=workload, trials=trials, time_budget=time_budget,
-        duration=duration, warmup=warmup, clients=clients, scale=scale, data_dir=data_dir,
-        wal_dir=wal_dir, objective=objective, latency_slo_ms=latency_slo,
-        allow_unsafe=allow_unsafe, use_rules=not no_rules, sampler=sampler, seed=seed,
-        storage=storage, study=study, resume=resume, out=out, knobs=list(knob),
-        repeats=repeats, heartbeat_s=heartbeat,
-        memory_bytes=parse_bytes(memory, "--memory") if memory else None,
-        connections=connections, dsn=live_dsn, flavour=flavour, version=server_version,
-        offline=offline,
-    )
-
-    def progress(space, catalog):
-        return LiveProgress(console, space, trials, objective, catalog,
-                            trial_estimate_s=req.trial_seconds())
-
-    summary = run_tune(req, progress=progress, console=console)
+    summary = run(
+        engine, workload, flavour=flavour, memory=memory, dsn=dsn, dsn_file=dsn_file,
+        console=console, say=lambda n: console.print(f"note: {n}", highlight=False,
+                                                     markup=False),
+        trials=trials, time_budget=time_budget, duration=duration, warmup=warmup,
+        clients=clients, scale=scale, data_dir=data_dir, wal_dir=wal_dir, objective=objective,
+        latency_slo_ms=latency_slo, allow_unsafe=allow_unsafe, use_rules=not no_rules,
+        sampler=sampler, seed=seed, storage=storage, study=study, resume=resume, out=out,
+        knobs=list(knob), repeats=repeats, heartbeat_s=heartbeat, connections=connections,
+        version=server_version, offline=offline)
     if chosen_format(fmt, json_out) == "json":
         print_json(summary)
     else:

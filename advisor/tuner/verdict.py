@@ -76,7 +76,7 @@ from pmem_advisor.tuner.study import (
 from pmem_advisor.workloads.base import Workload
 
 if TYPE_CHECKING:
-    from pmem_advisor.tuner.tuner import Tuner
+    from pmem_advisor.tuner.types import TunerView
 
 ALPHA = 0.05
 # "equivalent" needs the interval's upper end (the largest gain the runs leave possible)
@@ -478,7 +478,7 @@ def claim(study: optuna.Study, key: str, *, poll_s: float = POLL_S) -> int | Non
     return None
 
 
-def rounds_planned(tuner: Tuner) -> int:
+def rounds_planned(tuner: TunerView) -> int:
     """--repeats rounds, plus those the time pruned trials saved pays for (0 with
     --repeats 0: no re-measurement was asked for)."""
     if tuner.options.repeats < 1:
@@ -487,7 +487,7 @@ def rounds_planned(tuner: Tuner) -> int:
     return tuner.options.repeats + int(extra)
 
 
-def remeasure_runs_planned(tuner: Tuner) -> int:
+def remeasure_runs_planned(tuner: TunerView) -> int:
     fin = finalists(tuner.study, tuner.options.latency_slo_ms)
     return len(fin) * rounds_planned(tuner) if len(fin) >= 2 else 0
 
@@ -500,7 +500,7 @@ def method_note(method: dict[str, Any]) -> str:
     return f"each round measured one config after another ({method.get('why_not') or 'n/a'})"
 
 
-def run_final(tuner: Tuner) -> dict[str, Any] | None:
+def run_final(tuner: TunerView) -> dict[str, Any] | None:
     """Measure the finalists in interleaved rounds until decided; store and return the
     verdict (the stored one when another worker made it)."""
 
@@ -555,7 +555,7 @@ def run_final(tuner: Tuner) -> dict[str, Any] | None:
     return verdict
 
 
-def in_turns_refusal(tuner: Tuner, fin: dict[str, FrozenTrial], higher: bool) -> str | None:
+def in_turns_refusal(tuner: TunerView, fin: dict[str, FrozenTrial], higher: bool) -> str | None:
     """None when the finalists can be measured side by side (``Evaluator.evaluate_in_turns``),
     else why they are measured one after another."""
     if not higher:
@@ -578,7 +578,7 @@ def trial_config(t: FrozenTrial) -> TrialConfig:
     return TrialConfig(params=cfg.get("params", {}), init_params=cfg.get("init_params", {}))
 
 
-def _rounds(tuner: Tuner, fin: dict[str, FrozenTrial], plan: Plan, store: dict[str, list[dict]],
+def _rounds(tuner: TunerView, fin: dict[str, FrozenTrial], plan: Plan, store: dict[str, list[dict]],
             metric: str, higher: bool, remeasure_attr: str, measurement_attrs: Any,
             method: dict[str, Any] | None = None) -> dict[str, Any]:
     """The interleaved rounds. Each round measures the finalists side by side in turns of

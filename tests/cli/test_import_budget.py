@@ -26,6 +26,8 @@ FORBIDDEN_FOR_CHECK = (
     "pmem_advisor.engines.duckdb.engine", "pmem_advisor.engines.duckdb.runner",
     "pmem_advisor.engines.rocksdb", "pmem_advisor.engines.tarantool",
     "pmem_advisor.engines.server_validate",
+    "pmem_advisor.library.tune", "pmem_advisor.library.workload",
+    "pmem_advisor.library.probe", "pmem_advisor.library.config",
 )
 # Besides, each engine's check loads no other server engine's package (its parser, emitter).
 OTHER_ENGINE = {"mysql": ("pmem_advisor.engines.postgres.engine",

@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 
 def _configs(engine: str, tmp_path) -> list[tuple[str, str]]:
-    from pmem_advisor.cli.recommend import build_recommendation, emit
+    from pmem_advisor.library.recommend import build_recommendation, emit
 
     out = []
     for name in machine_names():

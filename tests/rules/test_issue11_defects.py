@@ -351,7 +351,7 @@ def test_interleave_includes_cpu_less_nodes_only_when_asked():
 
 
 def test_path_missing_from_a_machine_tree_is_said(tmp_path):
-    from pmem_advisor.cli.recommend import build_recommendation
+    from pmem_advisor.library.recommend import build_recommendation
     from tests.probes.machine_builder import build
 
     root = build("this-vm", tmp_path / "tree")

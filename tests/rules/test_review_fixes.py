@@ -18,7 +18,7 @@ def container(tmp_path_factory):
 
 
 def _rec(engine, root, version, **kw):
-    from pmem_advisor.cli.recommend import build_recommendation
+    from pmem_advisor.library.recommend import build_recommendation
 
     kw.setdefault("data_dir", "/var/lib/postgresql/data")
     return build_recommendation(engine, root=root, version=version, **kw)

@@ -232,7 +232,7 @@ def test_the_equivalence_bound_is_one_sided_at_the_tests_alpha():
 def test_a_worse_tuned_config_waits_for_the_rules_vs_defaults_question():
     """At the early look, a tuned config clearly worse than rules-only does not end the rounds
     while rules-only vs defaults is open: which of the two to keep is not known yet. Decided
-    verdicts end them; an undecided one does not (the rounds and benchmarks.verdict_power
+    verdicts end them; an undecided one does not (the rounds and benchmarks.studies.verdict_power
     stop on the same rule)."""
     plan = make_plan(6, ["tuned", "rules", "default"], paired=True)
     rules = [1000.0, 1080.0, 940.0]

@@ -76,7 +76,7 @@ def test_config_render_and_validate(run_cli, duck, tmp_path):
 def test_recommend_on_every_captured_machine(duck, tmp_path):
     """Each capture's recommendation fits --memory 1G worst case; DuckDB opens each distinct
     set of statements."""
-    from pmem_advisor.cli.recommend import build_recommendation, emit
+    from pmem_advisor.library.recommend import build_recommendation, emit
     from pmem_advisor.probes.profile import probe
     from pmem_advisor.probes.sysaccess import SysAccess
     from tests.probes.machine_builder import build, machine_names

@@ -32,8 +32,8 @@ def _engine():
 
 @needs_db_bench
 def test_recommended_options_open_on_every_captured_machine(tmp_path):
-    from pmem_advisor.cli.recommend import build_recommendation, emit
     from pmem_advisor.engines.rocksdb.options import parse_options
+    from pmem_advisor.library.recommend import build_recommendation, emit
     from pmem_advisor.probes.profile import probe
     from pmem_advisor.probes.sysaccess import SysAccess
 

@@ -9,7 +9,7 @@ MB = 1 << 20
 
 
 def _rec(medium: str, memory: str = "512M"):
-    from pmem_advisor.cli.recommend import build_recommendation
+    from pmem_advisor.library.recommend import build_recommendation
 
     data_dir = "/dev/shm/rocks" if medium == "tmpfs" else "/var/tmp/rocks"
     return build_recommendation("rocksdb", data_dir=data_dir, memory=memory, cpus=2, clients=4,

@@ -1,6 +1,6 @@
 """How often the verdict decides, and how: `tune`'s own ``decide`` on simulated interleaved rounds.
 
-    python -m benchmarks.verdict_power --spread 4.5 [--rules -6] [--tuned 0] [--rounds 6]
+    python -m benchmarks.studies.verdict_power --spread 4.5 [--rules -6] [--tuned 0] [--rounds 6]
 
 Each draw is one verdict phase: ``--rounds`` rounds of tuned, rules-only and defaults, every
 run's throughput the config's true level times a round effect (``--round-spread``, what a
@@ -72,7 +72,7 @@ def _number(low: float, what: str, integer: bool = False, above: bool = False):
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.verdict_power",
+    p = argparse.ArgumentParser(prog="python -m benchmarks.studies.verdict_power",
                                 description=__doc__.split("\n\n")[0])
     spread = _number(0.0, "a spread")
     level = _number(-100.0, "a level vs the defaults", above=True)

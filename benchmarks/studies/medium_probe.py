@@ -1,6 +1,6 @@
 """The medium probe's own reader next to fio, on the same scratch file (issue 19).
 
-    .venv/bin/python benchmarks/medium_probe.py [DIR] [--rounds N] [--seconds S]
+    .venv/bin/python benchmarks/studies/medium_probe.py [DIR] [--rounds N] [--seconds S]
 
 Lays out one scratch file in DIR (default /var/tmp) exactly as the probe does, then runs the
 native reader and fio alternately (interleaved rounds, so drift hits both) and prints the

@@ -3,9 +3,9 @@ import math
 
 import pytest
 
-from benchmarks.turn_length import main, summarise
+from benchmarks.studies.turn_length import main, summarise
 
-from .demo_tools import assert_bad_input, demo_study
+from ..demo_tools import assert_bad_input, demo_study
 
 
 def _row(rnd, turn_s, tuned, rules):
@@ -50,17 +50,17 @@ def test_summarise_writes_the_json_and_a_bad_file_is_a_one_line_error(tmp_path, 
     (["--study", "empty.db", "--out", "rows.jsonl", "--turns", "1,x"], "whole seconds"),
     (["--study", "empty.db", "--out", "rows.jsonl", "--turns", "0"], "at least 1 s"),
     (["--study", "empty.db", "--out", "rows.jsonl", "--rounds", "1"], "at least 2"),
-    (["--summarise", "other.jsonl"], "holds no rows of benchmarks.turn_length"),
+    (["--summarise", "other.jsonl"], "holds no rows of benchmarks.studies.turn_length"),
 ])
 def test_bad_input_is_one_line_and_exit_2_before_any_server(tmp_path, capsys, monkeypatch,
                                                             args, said):
-    from benchmarks import turn_length
+    from benchmarks.studies import turn_length
 
     assert_bad_input(turn_length, tmp_path, capsys, monkeypatch, args, said)
 
 
 def test_the_configs_are_the_verdict_s_three(tmp_path):
-    from benchmarks.turn_length import finalists
+    from benchmarks.studies.turn_length import finalists
     from pmem_advisor.tuner.verdict import VERDICT_ATTR
 
     study = demo_study(tmp_path / "study.db", [("default", 16384, 1000.0), ("rules", 65536, 1001.0),
@@ -71,10 +71,10 @@ def test_the_configs_are_the_verdict_s_three(tmp_path):
 
 
 def test_each_round_runs_every_turn_length_in_rotating_order(tmp_path, monkeypatch):
-    from benchmarks import turn_length
+    from benchmarks.studies import turn_length
     from pmem_advisor.tuner.verdict import VERDICT_ATTR
 
-    from .demo_tools import with_fake_demo
+    from ..demo_tools import with_fake_demo
 
     ev = with_fake_demo(monkeypatch, {1600: 1100.0, 65536: 1000.0, 16384: 900.0})
     study = demo_study(tmp_path / "study.db", [("default", 16384, 1.0), ("rules", 65536, 1.0),

@@ -1,6 +1,6 @@
 """What a tuning trial costs around its measurement, for real workloads.
 
-    .venv/bin/python -m benchmarks.workloads_perf [--case pgbench|sysbench|all]
+    .venv/bin/python -m benchmarks.studies.workloads_perf [--case pgbench|sysbench|all]
         [--engine postgres|mysql] [--dir /dev/shm] [--duration 30] [--warmup 2] [--json]
 
 Cases (issue 6): pgbench-tpcb at scale 20 (PostgreSQL) and sysbench-oltp-read-write at

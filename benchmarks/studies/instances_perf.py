@@ -1,6 +1,6 @@
 """Managed-instance costs that every tuning trial pays: golden restore and restart.
 
-    .venv/bin/python -m benchmarks.instances_perf [--engine postgres|mysql] [--size-mb 1024]
+    .venv/bin/python -m benchmarks.studies.instances_perf [--engine postgres|mysql] [--size-mb 1024]
         [--dir /dev/shm] [--reps 3] [--json]
 
 Loads about ``--size-mb`` of table data into an instance whose data (and WAL/redo) live under

@@ -8,8 +8,9 @@ configs, each against rules-only, measured two ways in interleaved rounds:
   side with rules-only (``Evaluator.evaluate_in_turns``, 1 s turns, ``--paired-seconds``
   each), its ratio to the rules-only turns beside it.
 
-    python -m benchmarks.search_pairing --study demo-out/study.db --rounds 4 --out rows.jsonl
-    python -m benchmarks.search_pairing --summarise rows.jsonl --json summary.json
+    python -m benchmarks.studies.search_pairing --study demo-out/study.db --rounds 4 \\
+        --out rows.jsonl
+    python -m benchmarks.studies.search_pairing --summarise rows.jsonl --json summary.json
 
 Per way: the error of one measurement of a candidate's ratio (the spread of its log ratio over
 the rounds, pooled over the candidates), each candidate's gain and the wall time per round. The
@@ -56,7 +57,7 @@ def measure(numbers: list[int], configs_: list[Any], rounds: int, paired_s: int,
             ) -> None:
     from pmem_advisor.tuner.verdict import turn_seconds
 
-    from . import noise
+    from .. import noise
 
     def log(s: str) -> None:
         print(s, file=sys.stderr, flush=True)
@@ -141,7 +142,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = demo_study.parser("python -m benchmarks.search_pairing", __doc__)
+    p = demo_study.parser("python -m benchmarks.studies.search_pairing", __doc__)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--paired-seconds", type=int, default=14,
                    help="seconds of turns per config side by side (default 14: the "
@@ -153,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     from pmem_advisor.errors import UsageError
 
-    if demo_study.summarised(args, summarise, "benchmarks.search_pairing"):
+    if demo_study.summarised(args, summarise, "benchmarks.studies.search_pairing"):
         return 0
     if args.rounds < 2 or args.paired_seconds < 2:
         raise UsageError("--rounds of at least 2, --paired-seconds of at least 2")

@@ -1,4 +1,4 @@
-"""Wall time of the topology probe (no bandwidth): `python -m benchmarks.probe_topology`.
+"""Wall time of the topology probe (no bandwidth): `python -m benchmarks.studies.probe_topology`.
 
 Prints the cold first run (imports, tool start-up) and the median of warm runs; the target is
 well under a second.

@@ -1,10 +1,10 @@
-"""benchmarks/verdict_power.py: the verdict's own decision on simulated rounds."""
+"""benchmarks/studies/verdict_power.py: the verdict's own decision on simulated rounds."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.verdict_power import main, simulate, three_alike
+from benchmarks.studies.verdict_power import main, simulate, three_alike
 
 
 def test_quiet_equal_configs_are_called_equivalent_and_keep_the_rules():
@@ -47,4 +47,4 @@ def test_bad_arguments_get_a_one_line_usage_error(argv, capsys):
         main(argv)
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("python -m benchmarks.verdict_power: error: ")
+    assert err[-1].startswith("python -m benchmarks.studies.verdict_power: error: ")

@@ -1,9 +1,9 @@
 """How long the verdict's turns should be: one demo's finalists measured side by side at
 several turn lengths, interleaved.
 
-    python -m benchmarks.turn_length --study demo-out/study.db --turns 1,2,4 --rounds 6 \
+    python -m benchmarks.studies.turn_length --study demo-out/study.db --turns 1,2,4 --rounds 6 \
         --out turn-rows.jsonl
-    python -m benchmarks.turn_length --summarise turn-rows.jsonl \
+    python -m benchmarks.studies.turn_length --summarise turn-rows.jsonl \
         --json benchmarks/data/noise/demo-turn-length.json
 
 The configs are a finished demo's (its study: the tuned, rules-only and defaults trials of the
@@ -46,7 +46,7 @@ def finalists(study_db: Path) -> list[Any]:
 
 
 def measure(configs: list[Any], turns: list[int], rounds: int, out: Path) -> None:
-    from . import noise
+    from .. import noise
 
     def log(s: str) -> None:
         print(s, file=sys.stderr, flush=True)
@@ -104,7 +104,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = demo_study.parser("python -m benchmarks.turn_length", __doc__)
+    p = demo_study.parser("python -m benchmarks.studies.turn_length", __doc__)
     p.add_argument("--turns", default="1,2,4", help="turn lengths in seconds (default 1,2,4)")
     p.add_argument("--rounds", type=int, default=6)
     args = p.parse_args(argv)
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     from pmem_advisor.errors import UsageError
 
-    if demo_study.summarised(args, summarise, "benchmarks.turn_length"):
+    if demo_study.summarised(args, summarise, "benchmarks.studies.turn_length"):
         return 0
     try:
         turns = [int(x) for x in args.turns.split(",") if x.strip()]

@@ -3,9 +3,9 @@ import math
 
 import pytest
 
-from benchmarks.search_pairing import main, summarise
+from benchmarks.studies.search_pairing import main, summarise
 
-from .demo_tools import assert_bad_input, demo_study
+from ..demo_tools import assert_bad_input, demo_study
 
 
 def _row(rnd, mode, ratios, wall=150.0):
@@ -51,18 +51,18 @@ def test_summarise_writes_the_json(tmp_path):
     (["--study", "empty.db"], "--study and --out are needed"),
     (["--study", "empty.db", "--out", "rows.jsonl", "--rounds", "1"], "at least 2"),
     (["--study", "empty.db", "--out", "rows.jsonl", "--paired-seconds", "1"], "at least 2"),
-    (["--summarise", "other.jsonl"], "holds no rows of benchmarks.search_pairing"),
+    (["--summarise", "other.jsonl"], "holds no rows of benchmarks.studies.search_pairing"),
     (["--summarise", "absent.jsonl"], "cannot read"),
 ])
 def test_bad_input_is_one_line_and_exit_2_before_any_server(tmp_path, capsys, monkeypatch,
                                                             args, said):
-    from benchmarks import search_pairing
+    from benchmarks.studies import search_pairing
 
     assert_bad_input(search_pairing, tmp_path, capsys, monkeypatch, args, said)
 
 
 def test_the_configs_are_rules_only_then_every_measured_search_trial(tmp_path):
-    from benchmarks.search_pairing import configs
+    from benchmarks.studies.search_pairing import configs
 
     demo_study(tmp_path / "study.db", [  # trial 3 failed: no throughput, not a candidate
         ("default", 16384, 1000.0), ("rules", 65536, 1001.0), ("search", 4096, 1002.0),
@@ -74,9 +74,9 @@ def test_the_configs_are_rules_only_then_every_measured_search_trial(tmp_path):
 
 def test_each_round_measures_both_ways_in_alternating_order_and_ratios_follow_the_candidates(
         tmp_path, monkeypatch):
-    from benchmarks import search_pairing
+    from benchmarks.studies import search_pairing
 
-    from .demo_tools import with_fake_demo
+    from ..demo_tools import with_fake_demo
 
     # rules-only 1000 tps; candidates 1100, 900 and one whose server fails
     ev = with_fake_demo(monkeypatch, {65536: 1000.0, 4096: 1100.0, 1600: 900.0, 800: None})
