@@ -122,6 +122,9 @@ class Finding:
     subject: str
     message: str
     fix: str = ""
+    # A durability risk (rules.checks.Check.risk): what --allow-unsafe gates, and so what an
+    # inline suppression cannot silence without it (issue 55).
+    risk: bool = False
 
     def to_dict(self) -> dict:
         return {

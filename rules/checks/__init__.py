@@ -17,7 +17,7 @@ import importlib
 import math
 import pkgutil
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from functools import cache
 from typing import Any, ClassVar
@@ -114,9 +114,9 @@ class Check:
     def risk(self, inp: CheckInput, subject: str, message: str, fix: str) -> Finding:
         """A durability risk: ``fail``, or ``warn`` when the user accepted it."""
         if inp.allow_unsafe:
-            return self.finding("warn", subject, message + " (accepted with --allow-unsafe)",
-                                fix)
-        return self.finding("fail", subject, message, fix)
+            return replace(self.finding("warn", subject, message + " (accepted with "
+                                        "--allow-unsafe)", fix), risk=True)
+        return replace(self.finding("fail", subject, message, fix), risk=True)
 
     def covers(self, other: Finding, mine: list[Finding]) -> bool:
         return other.rule in self.replaces and any(m.subject == other.subject for m in mine)

@@ -4,7 +4,7 @@ SET GLOBAL + my.cnf (MariaDB), restart needs from the catalog's scope; built fro
 
 from __future__ import annotations
 
-from pmem_advisor.cli.check import server_diff
+from pmem_advisor.gate.diff import server_diff
 from pmem_advisor.knobs.catalog import load_catalog
 from pmem_advisor.rules import build_facts, recommend
 from tests.rules.machines import make_profile

@@ -49,7 +49,7 @@ def test_check_exit_codes_and_formats(run_cli, profile_file):
     assert code == 0  # a warning does not fail at --fail-on fail
     assert json.loads(out)["findings"][0]["rule"] == "PM001"
     assert set(json.loads(out)["findings"][0]) == {"rule", "insights", "severity", "subject",
-                                                     "message", "fix"}
+                                                     "message", "fix", "file", "line"}
     code, out, _ = run_cli("check", "--profile", prof, "--fail-on", "warn", "--format", "junit")
     assert code == EXIT_FINDINGS and "<failure" in out and out.startswith("<?xml")
 
