@@ -19,6 +19,7 @@ from pmem_advisor.probes.mounts import (
     read_mount_table,
 )
 from pmem_advisor.probes.numa import memory_total, probe_numa
+from pmem_advisor.probes.overcommit import read_overcommit
 from pmem_advisor.probes.platform_mode import decide_mode, iomem_signals, read_iomem
 from pmem_advisor.probes.pmem_ndctl import new_health, read_ndctl, read_ndctl_health
 from pmem_advisor.probes.pmem_sysfs import dax_devices, nfit_flags, read_sysfs
@@ -101,10 +102,12 @@ def _settle_media(access: SysAccess, entries: list[dict], *, measure: bool,
 
 def limits(ctx: ProbeContext, table: list[dict], *, cgroup: str | None = None,
            pid: int | None = None) -> dict:
-    """The ``limits`` section: the cgroup's limits, the huge page pools and the THP mode."""
+    """The ``limits`` section: the cgroup's limits, the huge page pools, the THP mode and
+    the kernel's memory overcommit policy."""
     section = read_limits(ctx, table, cgroup=cgroup, pid=pid)
     warnings = section.pop("warnings")
     section["hugepages"], section["thp"] = read_hugepages(ctx)
+    section["overcommit"] = read_overcommit(ctx)
     section["warnings"] = warnings
     return section
 
