@@ -7,7 +7,7 @@ import posixpath
 from pmem_advisor import __version__
 from pmem_advisor.probes import pmem_model as pm
 from pmem_advisor.probes.cgroup import read_limits
-from pmem_advisor.probes.cpu import probe_cpu
+from pmem_advisor.probes.cpu import CPU_DIR, probe_cpu
 from pmem_advisor.probes.cxl import classify_nodes, read_cxl
 from pmem_advisor.probes.hugepages import read_hugepages
 from pmem_advisor.probes.ipmctl import read_ipmctl
@@ -46,7 +46,7 @@ def probe(access: SysAccess, paths: list[str] | None = None, *, cgroup: str | No
     pmem, inv, dax = _pmem(ctx, numa)
     cxl = read_cxl(ctx)
     classify_nodes(numa, cxl, dax, inv)
-    _cross_check(ctx, inv)
+    _cross_check(ctx, inv, numa)
     providers = {b["name"]: b.get("provider") for b in inv["buses"]}
     table = read_mount_table(ctx)
     resolver = MediumResolver(ctx, providers, table)
@@ -178,12 +178,25 @@ def _dimm_health(ctx: ProbeContext, inv: dict, ipmctl: dict | None) -> None:
         dimm["health"] = health
 
 
-def _cross_check(ctx: ProbeContext, inv: dict) -> None:
-    """Firmware bugs: a region's numa_node can disagree with its DIMMs' socket bits."""
+def _cross_check(ctx: ProbeContext, inv: dict, numa: list[dict]) -> None:
+    """Firmware bugs: a region's numa_node can disagree with its DIMMs' socket bits.
+
+    A NUMA node is not a socket number: sub-NUMA clustering (and QEMU, whose -numa nodes
+    share one package) puts several nodes on one socket, so node 1 on socket 0 is normal.
+    The node's socket is the physical_package_id of its CPUs; a CPU-less node has none to
+    compare with, so it gets no verdict either way.
+    """
     sockets = {d["name"]: d.get("socket") for d in inv["dimms"]}
+    cpus = {n["node"]: n.get("cpus") or [] for n in numa}
     for region in inv["regions"]:
         socks = {sockets.get(d) for d in region.get("dimms") or []} - {None}
         node = region.get("numa_node")
-        if len(socks) == 1 and node is not None and node != next(iter(socks)):
-            ctx.warn(f"{region['name']}: numa_node {node} but its DIMMs sit on socket "
-                     f"{next(iter(socks))} (a known firmware bug; trust the DIMM handles)")
+        if len(socks) != 1 or node is None:
+            continue
+        packages = {ctx.integer(f"{CPU_DIR}/cpu{c}/topology/physical_package_id")
+                    for c in cpus.get(node, [])} - {None}
+        sock = next(iter(socks))
+        if packages and sock not in packages:
+            ctx.warn(f"{region['name']}: numa_node {node} has its CPUs on socket(s) "
+                     f"{','.join(map(str, sorted(packages)))} but its DIMMs sit on socket "
+                     f"{sock} (a known firmware bug; trust the DIMM handles)")

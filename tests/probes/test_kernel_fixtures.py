@@ -108,3 +108,37 @@ def test_cxl_matches_cxl_list(profiles):
     assert profile["cxl"]["memdevs"], "the capture saw no CXL memdev"
     assert kc.compare_cxl(profile["cxl"], _read("kernel-6.1-cxl", "cxl-list.json")) == []
     assert kc.compare_numa(profile["numa"], _read("kernel-6.1-cxl", "numactl-H.txt")) == []
+
+
+def _numa2_tree(tmp_path: Path, package_of_cpu1: int) -> dict:
+    """The numa2 snapshot unpacked, cpu1's package set; probed as a root tree."""
+    import tarfile
+
+    from pmem_advisor.probes.sysaccess import SysAccess
+
+    with tarfile.open(FIXTURES / "kernel-6.1-numa2" / "snapshot.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    pkg = tmp_path / "sys/devices/system/cpu/cpu1/topology/physical_package_id"
+    pkg.write_text(f"{package_of_cpu1}\n")
+    return probe(SysAccess(str(tmp_path), kind="root"), [], measure=False)
+
+
+def test_numa2_node_on_one_socket_is_no_firmware_bug(profiles):
+    """QEMU's two -numa nodes share package 0 (as sub-NUMA clustering does on real iron):
+    region1 on node 1 with DIMM handles on socket 0 agrees with node 1's CPUs (package 0)."""
+    profile = _profile("kernel-6.1-numa2", profiles)
+    region1 = next(r for r in profile["pmem"]["regions"] if r["name"] == "region1")
+    assert region1["numa_node"] == 1
+    assert {d["socket"] for d in profile["pmem"]["dimms"]} == {0}
+    assert not [w for w in profile["warnings"] if "firmware bug" in w]
+
+
+def test_numa2_node_on_another_socket_is_flagged(tmp_path):
+    """The same tree with node 1's CPU moved to package 1: now the handles (socket 0) and the
+    node (socket 1) disagree, and the warning names both."""
+    warnings = _numa2_tree(tmp_path, 1)["warnings"]
+    assert [w for w in warnings if "firmware bug" in w] == [
+        "region1: numa_node 1 has its CPUs on socket(s) 1 but its DIMMs sit on socket 0 "
+        "(a known firmware bug; trust the DIMM handles)"]
+    assert not [w for w in _numa2_tree(tmp_path / "same", 0)["warnings"]
+                if "firmware bug" in w]
