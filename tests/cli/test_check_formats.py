@@ -1,0 +1,184 @@
+"""`check` over many files in one run (issue 55): engines from the project file, a first-line
+header or the flags; SARIF that validates against OASIS's own schema and points at the lines
+that set each value; GitHub annotations; suppressions with a reason; a baseline. A durability
+FAIL is silenced by neither an ignore nor a baseline without --allow-unsafe."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+SARIF_SCHEMA = Path(__file__).parent / "sarif" / "sarif-schema-2.1.0.json"
+
+PROJECT = """\
+[[files]]
+glob = "conf/pg/*.conf"
+engine = "postgres"
+version = "16"
+memory = "8G"
+
+[[files]]
+glob = "conf/my/*.cnf"
+engine = "mariadb"
+version = "10.11"
+memory = "8G"
+"""
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A repository of mixed fragments: PostgreSQL and MariaDB by the project file, MySQL 8.4
+    by its own first line."""
+    (tmp_path / "conf" / "pg").mkdir(parents=True)
+    (tmp_path / "conf" / "my").mkdir()
+    (tmp_path / ".pmem-advisor.toml").write_text(PROJECT)
+    (tmp_path / "conf/pg/main.conf").write_text(
+        "shared_buffers = 1GB\nfsync = off\nwork_mem = 4MB\n")
+    (tmp_path / "conf/my/app.cnf").write_text(
+        "[mysqld]\ninnodb_buffer_pool_size = 2G\nmax_connections = 100\n"
+        "innodb_flush_log_at_trx_commit = 2\n")
+    (tmp_path / "conf/my84.cnf").write_text(
+        "# pmem-advisor: mysql 8.4\n[mysqld]\ninnodb_doublewrite = 0\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _fails(doc: dict) -> dict[tuple[str, str], int]:
+    return {(Path(f["file"]).name, f["subject"]): f["line"] for f in doc["findings"]
+            if f["severity"] == "fail" and f.get("file")}
+
+
+def test_one_run_checks_mixed_engines_from_the_project_file(run_cli, repo):
+    code, out, err = run_cli("check", "conf/", "--no-measure", "--format", "json")
+    assert code == 1, err
+    doc = json.loads(out)
+    fails = _fails(doc)
+    # each file judged as its own server: PostgreSQL's fsync, MariaDB's flush, MySQL 8.4's
+    # doublewrite index 0 (OFF), each on the line that set it
+    assert fails[("main.conf", "fsync")] == 2
+    assert fails[("app.cnf", "innodb_flush_log_at_trx_commit")] == 4
+    assert fails[("my84.cnf", "innodb_doublewrite")] == 3
+    assert "project file" in err
+
+
+def test_sarif_validates_against_the_oasis_schema_and_points_at_the_lines(run_cli, repo):
+    code, out, err = run_cli("check", "conf/", "--no-measure", "--format", "sarif")
+    assert code == 1, err
+    doc = json.loads(out)
+    schema = json.loads(SARIF_SCHEMA.read_text())
+    jsonschema.validators.validator_for(schema)(schema).validate(doc)
+    assert doc["version"] == "2.1.0"
+    run = doc["runs"][0]
+    rules = {r["id"] for r in run["tool"]["driver"]["rules"]}
+    located = {}
+    for r in run["results"]:
+        assert r["ruleId"] in rules
+        for loc in r.get("locations", []):
+            phys = loc["physicalLocation"]
+            if "region" not in phys:  # a finding about the file as a whole
+                continue
+            located[(Path(phys["artifactLocation"]["uri"]).name, r["ruleId"],
+                     phys["region"]["startLine"])] = r["level"]
+    assert located[("main.conf", "CK001", 2)] == "error"
+    assert located[("app.cnf", "CK001", 4)] == "error"
+    assert located[("my84.cnf", "CK001", 3)] == "error"
+
+
+def test_github_annotations_name_file_and_line(run_cli, repo):
+    code, out, _ = run_cli("check", "conf/pg/main.conf", "--no-measure", "--format", "github")
+    assert code == 1
+    lines = [ln for ln in out.splitlines() if ln.startswith("::error ")]
+    assert any("file=conf/pg/main.conf,line=2," in ln and "CK001" in ln for ln in lines), out
+
+
+MEMORY_CNF = "[mysqld]\ninnodb_buffer_pool_size = 20G\n"
+FLAGS = ("--db", "mariadb", "--version", "10.11", "--memory", "8G", "--no-project",
+         "--no-measure")
+
+
+def test_an_ignore_with_a_reason_silences_that_finding_and_is_listed(run_cli, tmp_path):
+    path = tmp_path / "big.cnf"
+    path.write_text(MEMORY_CNF)
+    code, out, _ = run_cli("check", *FLAGS, str(path), "--format", "json")
+    assert code == 1 and any(f["rule"] == "CK004" for f in json.loads(out)["findings"])
+    path.write_text("[mysqld]\n# pmem-advisor: ignore CK004 the host gets 32G at deploy\n"
+                    "innodb_buffer_pool_size = 20G\n")
+    code, out, err = run_cli("check", *FLAGS, str(path), "--format", "json")
+    doc = json.loads(out)
+    assert code == 0, err
+    assert not any(f["rule"] == "CK004" for f in doc["findings"])
+    assert any(s["rule"] == "CK004" and s["line"] == 3 and "32G" in s["suppressed_by"]["reason"]
+               for s in doc["suppressed"]), doc
+
+
+def test_an_ignore_without_a_reason_is_a_warning(run_cli, tmp_path):
+    path = tmp_path / "big.cnf"
+    path.write_text("[mysqld]\ninnodb_buffer_pool_size = 20G  # pmem-advisor: ignore CK004\n")
+    code, out, _ = run_cli("check", *FLAGS, str(path), "--format", "json")
+    doc = json.loads(out)
+    assert any(f["severity"] == "warn" and "reason" in f["message"] for f in doc["findings"]), doc
+
+
+def test_an_ignore_does_not_pass_a_durability_risk_without_allow_unsafe(run_cli, tmp_path):
+    path = tmp_path / "loose.cnf"
+    path.write_text("[mysqld]\n# pmem-advisor: ignore CK001 replayed from the queue\n"
+                    "innodb_flush_log_at_trx_commit = 2\n")
+    code, out, _ = run_cli("check", *FLAGS, str(path), "--format", "json")
+    doc = json.loads(out)
+    assert code == 1
+    assert any(f["rule"] == "CK001" and f["severity"] == "fail" for f in doc["findings"])
+    code, _, _ = run_cli("check", *FLAGS, "--allow-unsafe", str(path), "--format", "json")
+    assert code == 0
+
+
+def test_a_baseline_fails_only_new_findings(run_cli, tmp_path):
+    old = tmp_path / "old.cnf"
+    old.write_text(MEMORY_CNF)
+    base = tmp_path / "baseline.json"
+    code, _, err = run_cli("check", *FLAGS, str(old), "--write-baseline", str(base))
+    assert code == 0, err
+    assert json.loads(base.read_text())["findings"]
+    code, _, err = run_cli("check", *FLAGS, str(old), "--baseline", str(base))
+    assert code == 0, err
+    new = tmp_path / "new.cnf"
+    new.write_text(MEMORY_CNF)
+    code, out, _ = run_cli("check", *FLAGS, str(old), str(new), "--baseline", str(base),
+                           "--format", "json")
+    assert code == 1
+    failing = {Path(f["file"]).name for f in json.loads(out)["findings"]
+               if f["severity"] == "fail"}
+    assert failing == {"new.cnf"}
+
+
+def test_one_bad_file_among_many_is_reported_and_the_others_checked(run_cli, tmp_path):
+    good = tmp_path / "good.cnf"
+    good.write_text(MEMORY_CNF)
+    binary = tmp_path / "blob.cnf"
+    binary.write_bytes(b"\0\1\2[mysqld]\n")
+    code, out, err = run_cli("check", *FLAGS, str(good), str(binary), "--format", "json")
+    doc = json.loads(out)
+    assert code == 2, err  # an unreadable input outranks findings
+    assert any("blob.cnf" in e["file"] for e in doc["errors"]), doc
+    assert any(f["rule"] == "CK004" for f in doc["findings"])
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("args,what", [
+    (("nothing-matches-*.cnf",), "nothing-matches"),
+])
+def test_a_glob_that_matches_nothing_is_one_line_exit_2(run_cli, tmp_path, monkeypatch,
+                                                        args, what):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("check", *FLAGS, *args)
+    assert code == 2 and what in err and "Traceback" not in err
+
+
+def test_a_project_file_with_an_unknown_key_names_the_file(run_cli, tmp_path, monkeypatch):
+    (tmp_path / ".pmem-advisor.toml").write_text('[[files]]\nglob = "*.cnf"\nengin = "mysql"\n')
+    (tmp_path / "a.cnf").write_text(MEMORY_CNF)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("check", "a.cnf", "--no-measure")
+    assert code == 2 and ".pmem-advisor.toml" in err and "engin" in err, err
