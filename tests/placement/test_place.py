@@ -113,6 +113,9 @@ def test_interval_plan_puts_the_hot_table_on_the_fast_tier_and_apply_moves_it(
         worker.join()
     assert code == 0, err
     doc = json.loads(out)
+    from pmem_advisor import schemas
+
+    assert schemas.validate(doc) == "pmem-advisor.place/1"  # advisor/schemas/place-1.json
     chosen = {o["name"]: o for o in doc["objects"]}
     assert chosen["public.hot"]["on_fast"] and not chosen["public.cold"]["on_fast"], doc
     assert doc["window"] == "interval 2 s" and doc["unsafe"] is True
