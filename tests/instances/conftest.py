@@ -36,3 +36,28 @@ def shm_dir():
     os.chmod(d, 0o755)
     yield d
     shutil.rmtree(d, ignore_errors=True)
+
+
+# -- the attacks on a managed server's trees (test_untrusted_*.py) ---------------------------
+CANARY_TEXT = b"root's canary: nobody may change, chown or read this\n"
+
+
+@pytest.fixture
+def as_server_user(other_user, monkeypatch):
+    """Managed servers run as the other user for this test (its pw entry is returned)."""
+    from pmem_advisor.instances import privileges
+
+    monkeypatch.setattr(privileges, "SERVER_USER", other_user.pw.pw_name)
+    return other_user
+
+
+@pytest.fixture
+def canary():
+    """A root-owned 0600 file in a 0755 root directory the attacker can name but not write."""
+    d = Path(tempfile.mkdtemp(prefix="pmem-advisor-canary-", dir="/var/tmp"))
+    d.chmod(0o755)
+    f = d / "canary"
+    f.write_bytes(CANARY_TEXT)
+    f.chmod(0o600)
+    yield f
+    shutil.rmtree(d)

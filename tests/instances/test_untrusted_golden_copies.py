@@ -25,29 +25,14 @@ import pytest
 
 from pmem_advisor.fileio import PlantedFile, copy_file_fd
 from pmem_advisor.instances import privileges
+from tests.instances.conftest import CANARY_TEXT
 
 pytestmark = [pytest.mark.server,
               pytest.mark.skipif(os.geteuid() != 0, reason="the attacks need root running "
                                  "the evaluator and another user attacking")]
 
-CANARY_TEXT = b"root's canary: nobody may change, chown or read this\n"
 
 
-@pytest.fixture
-def as_server_user(other_user, monkeypatch):
-    monkeypatch.setattr(privileges, "SERVER_USER", other_user.pw.pw_name)
-    return other_user
-
-
-@pytest.fixture
-def canary():
-    d = Path(tempfile.mkdtemp(prefix="pmem-advisor-canary-", dir="/var/tmp"))
-    d.chmod(0o755)
-    f = d / "canary"
-    f.write_bytes(CANARY_TEXT)
-    f.chmod(0o600)
-    yield f
-    shutil.rmtree(d)
 
 
 @pytest.fixture

@@ -23,32 +23,12 @@ from pmem_advisor.engines.tarantool.instance import CONFIG_FILE as TARANTOOL_CON
 from pmem_advisor.errors import AdvisorError
 from pmem_advisor.fileio import PlantedFile
 from pmem_advisor.instances import create_instance, privileges
-from tests.instances.conftest import find_server
+from tests.instances.conftest import CANARY_TEXT, find_server
 
 pytestmark = pytest.mark.server
 
-CANARY_TEXT = b"root's canary: nobody may change, chown or read this\n"
 
 
-@pytest.fixture
-def as_server_user(other_user, monkeypatch):
-    """Managed servers run as the other user for this test (its pw entry is returned)."""
-    monkeypatch.setattr(privileges, "SERVER_USER", other_user.pw.pw_name)
-    return other_user
-
-
-@pytest.fixture
-def canary():
-    """A root-owned 0600 file in a 0755 root directory the attacker can name but not write."""
-    d = Path(tempfile.mkdtemp(prefix="pmem-advisor-canary-", dir="/var/tmp"))
-    d.chmod(0o755)
-    f = d / "canary"
-    f.write_bytes(CANARY_TEXT)
-    f.chmod(0o600)
-    yield f
-    for p in d.iterdir():
-        p.unlink()
-    d.rmdir()
 
 
 def state(p: Path) -> tuple[int, int, int, bytes]:
