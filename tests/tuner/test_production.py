@@ -192,7 +192,9 @@ def _mount_tmpfs(path: Path, options: str) -> bool:
                           capture_output=True).returncode == 0
 
 
-@pytest.mark.parametrize("options, fill", [("ro,size=1m", False), ("size=64k", True)],
+# mode=0700: a directory others can write is refused before anything is written (fileio)
+@pytest.mark.parametrize("options, fill", [("ro,size=1m,mode=0700", False),
+                                           ("size=64k,mode=0700", True)],
                          ids=["read-only", "full"])
 def test_unwritable_out_is_exit_3(run_cli, tmp_path, options, fill):
     """Item 10: a full or read-only --out was exit 70."""
