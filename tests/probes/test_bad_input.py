@@ -6,6 +6,8 @@ import gzip
 import io
 import tarfile
 
+import pytest
+
 from pmem_advisor.errors import EXIT_USAGE
 from pmem_advisor.probes.pmem_ndctl import NDCTL_ARGV
 from pmem_advisor.probes.profile import probe
@@ -154,7 +156,6 @@ def test_absolute_and_dotdot_links_cannot_leave_the_tree(machine, tmp_path, run_
     code, out, err = run_cli("probe", "--json", "--root", str(root), "--save", str(snap))
     assert code == 0, err
     assert "SECRET-HASH" not in out + err
-    import tarfile
 
     with tarfile.open(snap) as tar:
         for m in tar.getmembers():
@@ -222,3 +223,24 @@ def test_save_keeps_the_previous_snapshot_and_refuses_a_planted_link(machine, tm
     link.symlink_to(victim)
     code, _, err = run_cli("probe", "--root", str(root), "--save", str(link))
     assert code == EXIT_USAGE and "symbolic link" in err and victim.read_text() == "precious"
+
+
+@pytest.mark.parametrize("member", ["link", "dotdot", "fifo"])
+def test_without_tarfiles_data_filter_the_same_refusals_hold(tmp_path, monkeypatch, member):
+    """Debian 12's Python 3.11.2 has no extractall(filter=): snapshot.py refuses the same
+    members by hand (it crashed with exit 70 there, found by a make test as an ordinary user)."""
+
+    from pmem_advisor.errors import InputError
+    from pmem_advisor.probes import snapshot
+
+    path = tmp_path / "evil.tar.gz"
+    with tarfile.open(path, "w:gz") as t:
+        info = tarfile.TarInfo({"link": "sys/escape", "dotdot": "sys/../../x",
+                                "fifo": "sys/pipe"}[member])
+        info.type = {"link": tarfile.SYMTYPE, "dotdot": tarfile.REGTYPE,
+                     "fifo": tarfile.FIFOTYPE}[member]
+        info.linkname = "../../../../etc" if member == "link" else ""
+        t.addfile(info, io.BytesIO(b"") if member == "dotdot" else None)
+    monkeypatch.delattr(tarfile, "data_filter")
+    with pytest.raises(InputError, match="corrupt or unreadable snapshot"):
+        snapshot.open_snapshot(str(path))
