@@ -35,7 +35,21 @@ SERVER_USER = os.environ.get("PMEM_ADVISOR_SERVER_USER", DEFAULT_SERVER_USER)
 # a uid that owns nothing of another instance's, study's or golden copy's (issue 50). A
 # server user named explicitly (PMEM_ADVISOR_SERVER_USER) is used as it is, for every
 # instance (an admin who pins one account, or a test's stand-in).
-UID_POOL_SIZE = int(os.environ.get("PMEM_ADVISOR_UID_POOL", "64"))
+UID_POOL_DEFAULT = 64
+
+
+def uid_pool_size() -> int:
+    """PMEM_ADVISOR_UID_POOL, read when a lease is taken: a bad value is a one-line usage
+    error there, not a traceback at import for every command."""
+    text = os.environ.get("PMEM_ADVISOR_UID_POOL", str(UID_POOL_DEFAULT))
+    try:
+        size = int(text)
+    except ValueError:
+        size = 0
+    if not 1 <= size <= 1000:
+        raise UsageError(f"PMEM_ADVISOR_UID_POOL={text!r}: give a number of server uids "
+                         "from 1 to 1000")
+    return size
 
 
 @dataclass(frozen=True)
@@ -120,8 +134,9 @@ def lease_server_user() -> RunAs:
     leases = trusted_dir(CACHE_ROOT / "uid-leases", "uid lease directory", mode=0o700)
     busy = _uids_with_processes()
     with_fd = os.open(leases, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    size = uid_pool_size()
     try:
-        for n in range(UID_POOL_SIZE):
+        for n in range(size):
             name = f"{DEFAULT_SERVER_USER}-{n}"
             fd = os.open(f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
                          0o600, dir_fd=with_fd)
@@ -142,8 +157,8 @@ def lease_server_user() -> RunAs:
             return user
     finally:
         os.close(with_fd)
-    raise EnvironmentProblem(f"all {UID_POOL_SIZE} server uids ({DEFAULT_SERVER_USER}-0 .. "
-                             f"-{UID_POOL_SIZE - 1}) are in use by live instances",
+    raise EnvironmentProblem(f"all {size} server uids ({DEFAULT_SERVER_USER}-0 .. "
+                             f"-{size - 1}) are in use by live instances",
                              hint="stop some runs, or raise PMEM_ADVISOR_UID_POOL")
 
 

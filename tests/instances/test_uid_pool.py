@@ -126,3 +126,16 @@ def test_a_snapshot_is_roots_and_restores_to_another_instances_own_uid(pooled, t
                     if p.name != MARKER} == {b.user.uid}  # the marker is root's own
             b.start("")
             assert b.query("SELECT 1") == [(1,)]
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-3", "100000"])
+def test_a_bad_pool_size_is_a_one_line_usage_error(monkeypatch, value):
+    from pmem_advisor.errors import UsageError
+    from pmem_advisor.instances.privileges import uid_pool_size
+
+    monkeypatch.setenv("PMEM_ADVISOR_UID_POOL", value)
+    with pytest.raises(UsageError, match="PMEM_ADVISOR_UID_POOL") as e:
+        uid_pool_size()
+    assert e.value.exit_code == 2 and "\n" not in e.value.message
+    monkeypatch.setenv("PMEM_ADVISOR_UID_POOL", "8")
+    assert uid_pool_size() == 8
