@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pmem_advisor.engines import api
-from pmem_advisor.instances.base import DB_NAME, Instance
-from pmem_advisor.instances.discovery import ServerBinary, discover_servers, pick_server
-from pmem_advisor.instances.registry import reap_stale
+if TYPE_CHECKING:
+    from pmem_advisor.instances.base import Instance
+    from pmem_advisor.instances.discovery import ServerBinary
 
 __all__ = [
     "DB_NAME",
@@ -38,6 +37,9 @@ def create_instance(
     Stale instances of dead earlier runs are reaped first. ``golden_dir`` (optional) is a
     snapshot cache shared between instances; by default snapshots live with the instance.
     """
+    from pmem_advisor.engines import api
+    from pmem_advisor.instances.registry import reap_stale
+
     notes: list[str] = []
     reap_stale(notes)
     for note in notes:  # what the reaper left alone, and why: the user should know
@@ -45,3 +47,22 @@ def create_instance(
     cls = api.get_engine(binary.engine).instance_class
     return cls(binary, workdir, data_dir=data_dir, wal_dir=wal_dir,
                init_settings=init_settings, tcp=tcp, golden_dir=golden_dir)
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy (PEP 562) so that `check`, which only asks discovery for the installed version,
+    # does not import the instance machinery (base, golden, cgroups, psutil): issue 55's
+    # start-up budget. The imports stay explicit so the import-cycle test sees them.
+    if name in ("DB_NAME", "Instance"):
+        from pmem_advisor.instances import base
+
+        return getattr(base, name)
+    if name in ("ServerBinary", "discover_servers", "pick_server"):
+        from pmem_advisor.instances import discovery
+
+        return getattr(discovery, name)
+    if name == "reap_stale":
+        from pmem_advisor.instances.registry import reap_stale
+
+        return reap_stale
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,6 +28,10 @@ FORBIDDEN_FOR_CHECK = (
     "pmem_advisor.engines.server_validate",
     "pmem_advisor.library.tune", "pmem_advisor.library.workload",
     "pmem_advisor.library.probe", "pmem_advisor.library.config",
+    # typer 0.29 validates every parameter through pydantic (~60 ms); the instance machinery
+    # (base, golden, cgroups, psutil) is not needed to ask discovery for a version.
+    "pydantic", "psutil", "pmem_advisor.instances.base", "pmem_advisor.instances.golden",
+    "pmem_advisor.instances.cgroup",
 )
 # Besides, each engine's check loads no other server engine's package (its parser, emitter).
 OTHER_ENGINE = {"mysql": ("pmem_advisor.engines.postgres.engine",
@@ -85,3 +89,14 @@ def test_check_postgres_file_imports_only_the_check_path(tmp_path):
     assert "pmem_advisor.cli.check" in mods
     assert "pmem_advisor.engines.postgres.engine" in mods
     assert _hits(mods, FORBIDDEN_FOR_CHECK + OTHER_ENGINE["postgres"]) == []
+
+
+def test_check_without_version_asks_discovery_only(tmp_path):
+    # No --version: the installed server's version is asked of instances.discovery, which
+    # must not pull in the instance machinery with it (the package's lazy __init__).
+    cnf = tmp_path / "my.cnf"
+    cnf.write_text("[mysqld]\nmax_connections = 100\n")
+    rc, mods = _modules("check", "--config", str(cnf), "--db", "mariadb")
+    assert rc in (0, 1)
+    assert "pmem_advisor.instances.discovery" in mods
+    assert _hits(mods, FORBIDDEN_FOR_CHECK) == []
