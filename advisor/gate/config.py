@@ -30,16 +30,16 @@ def sniff_config(path: str, label: str | None = None) -> tuple[str, list[str]]:
 
 
 def read_config(path: str, engine: str, flavour: str | None, version: str | None,
-                label: str | None = None) -> tuple[dict, dict, frozenset]:
-    """(settings, where, loose) of a config file; a file written for the other engine or
-    flavour is refused with one line (exit 2)."""
+                label: str | None = None) -> tuple[dict, dict, frozenset, list[str]]:
+    """(settings, where, loose, files read: the file and its includes) of a config file; a
+    file written for the other engine or flavour is refused with one line (exit 2)."""
     label = label or path
     kind, groups = sniff_config(path, label)  # also refuses missing, non-regular, binary files
     if engine not in ("postgres", "mysql"):  # every other engine parses its own format
         eng = get_engine(engine)
         settings = eng.read_config_file(path)
         _check_values(eng, settings, flavour, version, label)
-        return settings, {n: path for n in settings}, frozenset()
+        return settings, {n: path for n in settings}, frozenset(), [path]
     if engine == "postgres" and kind == "mysql":
         raise UsageError(f"{label} is a MySQL/MariaDB option file ([{groups[0]}] "
                          "groups) but the target is PostgreSQL", hint="use --db mysql|mariadb")
@@ -65,7 +65,7 @@ def read_config(path: str, engine: str, flavour: str | None, version: str | None
     settings = {n: ("ON" if e.value is None else e.value) for n, e in eff.items()}
     where = {n: e.where for n, e in eff.items()}
     loose = frozenset(n for n, e in eff.items() if e.loose)
-    return settings, where, loose
+    return settings, where, loose, list(parsed.files)
 
 
 def _check_values(eng, settings: dict, flavour: str | None, version: str | None,

@@ -42,6 +42,7 @@ class CheckTarget:
     status: dict | None = None
     server_names: frozenset | None = None
     pid: int | None = None
+    files: list[str] = field(default_factory=list)  # the config file and its includes
 
 
 @dataclass
@@ -116,6 +117,8 @@ def check(paths: list[str] = (), *, config: str | None = None, dsn: str | None =
             kept = [f for f in result.findings if f.rule not in spec.skip]
             report.skipped += len(result.findings) - len(kept)
             result.findings = kept
+    if not single:
+        _drop_included(report)
     if report.emulated:  # the caveat reaches every output
         from pmem_advisor.report.describe import EMULATION_NOTE
 
@@ -130,6 +133,28 @@ def check(paths: list[str] = (), *, config: str | None = None, dsn: str | None =
     report.findings = sorted(findings, key=lambda f: (-severity_rank(f.severity), f.file or "",
                                                       f.line or 0, f.rule, f.key))
     return report
+
+
+def _drop_included(report: CheckReport) -> None:
+    """A file that another checked file includes (`!includedir conf.d`, `include_dir`) is
+    part of that file's configuration, as the server reads it: checked alone it would be a
+    fragment judged on defaults (its own memory sum with the default connections). It is
+    checked once, through its includer, and a note says so."""
+    real = {os.path.realpath(t.file): t for t in report.targets if t.file}
+    by = {}
+    for t in report.targets:
+        for f in t.files:
+            r = os.path.realpath(f)
+            if t.file and r != os.path.realpath(t.file) and r in real:
+                by.setdefault(r, t.file)
+    if not by:
+        return
+    report.targets = [t for t in report.targets
+                      if not (t.file and os.path.realpath(t.file) in by)]
+    gone = tuple(f"{real[r].file}: " for r in by)
+    report.notes = [n for n in report.notes if not n.startswith(gone)]
+    for r, includer in sorted(by.items()):
+        report.notes.append(f"{real[r].file}: checked as part of {includer}, which includes it")
 
 
 def _merge(targets: list[TargetResult]) -> list[GateFinding]:
@@ -230,7 +255,7 @@ def _check_one(spec: FileSpec | None, dsn: str | None, opt: Options, shared: dic
         notes = [n if n.startswith(spec.path) else f"{spec.path}: {n}" for n in notes]
     result = TargetResult(
         file=spec.path if spec else None, engine=facts.engine, flavour=facts.flavour,
-        version=facts.version, source=inp.source,
+        version=facts.version, source=inp.source, files=list(t.files),
         findings=[_locate(f, t.where, spec.path if spec else None) for f in found],
         budget=inp.budget.describe() if inp.budget else None,
         memory=inp.memory.to_dict(inp.budget.cpus if inp.budget else None)
@@ -341,7 +366,8 @@ def _use_config(t: CheckTarget, spec: FileSpec, notes: list[str], *,
         from pmem_advisor.rules.facts import flavour_for
 
         t.flavour = flavour_for(t.engine, None, t.version)
-    cfg, t.where, t.loose = read_config(spec.path, t.engine, t.flavour, t.version, spec.label)
+    cfg, t.where, t.loose, t.files = read_config(spec.path, t.engine, t.flavour, t.version,
+                                                 spec.label)
     t.settings, t.source = {**t.settings, **cfg}, "config"
 
 

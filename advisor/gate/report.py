@@ -67,6 +67,7 @@ class TargetResult:
     memory_lines: list[str] = field(default_factory=list)
     diff: list[dict] | None = None
     emulated: bool = False
+    files: list[str] = field(default_factory=list)  # the file and the includes it read
 
 
 @dataclass

@@ -182,3 +182,24 @@ def test_a_project_file_with_an_unknown_key_names_the_file(run_cli, tmp_path, mo
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli("check", "a.cnf", "--no-measure")
     assert code == 2 and ".pmem-advisor.toml" in err and "engin" in err, err
+
+
+def test_an_included_file_is_checked_through_its_includer_not_alone(run_cli, tmp_path):
+    # my.cnf sets max_connections = 1000 and includes conf.d/, whose fragment sizes the
+    # per-connection buffers: alone, the fragment would be judged on the default 151
+    # connections and fit; through its includer the worst case (1000 x 64M) does not.
+    (tmp_path / "conf.d").mkdir()
+    (tmp_path / "my.cnf").write_text(f"[mysqld]\nmax_connections = 1000\n"
+                                     f"!includedir {tmp_path / 'conf.d'}\n")
+    (tmp_path / "conf.d" / "buffers.cnf").write_text("[mysqld]\nsort_buffer_size = 64M\n"
+                                                     "innodb_flush_log_at_trx_commit = 0\n")
+    code, out, err = run_cli("check", "--db", "mariadb", "--version", "10.11", "--memory", "16G",
+                             "--cpus", "4", str(tmp_path), "--format", "json")
+    doc = json.loads(out)
+    assert code == 1, err
+    ck001 = [f for f in doc["findings"] if f["rule"] == "CK001"]
+    assert len(ck001) == 1 and ck001[0]["file"].endswith("buffers.cnf"), doc["findings"]
+    assert f"{tmp_path / 'conf.d' / 'buffers.cnf'}: checked as part of {tmp_path / 'my.cnf'}" \
+        in err
+    memory = [f for f in doc["findings"] if f["rule"] == "CK004"]
+    assert memory and all("1000" in f["message"] for f in memory), doc["findings"]
