@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import dataset, surrogate
+from benchmarks.harness import dataset, surrogate
 from benchmarks.validate import (
     ALPHA,
     Candidate,

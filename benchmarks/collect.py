@@ -52,8 +52,8 @@ from pmem_advisor.tuner.cpu_steal import measure, steal_clause
 from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 from pmem_advisor.tuner.transfer import from_unit, sobol_points
 
-from . import dataset
-from .scenario import Scenario, durability_off, get
+from .harness import dataset
+from .harness.scenario import Scenario, durability_off, get
 
 CYCLE = 10  # rows per cycle after the screen: 8 Sobol, 1 anchor repeat, 1 Sobol repeat
 ANCHOR_SLOT, REPEAT_SLOT = 9, 4

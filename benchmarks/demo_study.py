@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import dataset
+from benchmarks.harness import dataset
 
 
 def load(study_db: Path) -> Any:

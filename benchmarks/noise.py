@@ -98,7 +98,7 @@ def arms_for(scenario: str, names: list[str] | None = None) -> list[Arm]:
 
 def _managed(scenario: str) -> bool:
     from .collect import MANAGED_ENGINES
-    from .scenario import get
+    from .harness.scenario import get
 
     return get(scenario).engine in MANAGED_ENGINES
 
@@ -109,7 +109,7 @@ def _own_evaluator_arms(scenario: str, names: list[str] | None) -> list[Arm]:
     no per-second samples: no steady-state detector, no pinning, no ANALYZE. Their arms are
     the scenario's own measurement and one 60 s run with the same fixed warm-up, the length
     the SQL scenarios' candidates go to."""
-    from .scenario import get
+    from .harness.scenario import get
 
     scn = get(scenario)
     w = float(scn.warmup_s)
@@ -207,7 +207,7 @@ def demo_scale(binary: Any, workload: Any, root: Path, memory: str | None = None
 def open_scenario(name: str, log: Callable[[str], None]
                   ) -> tuple[Any, Callable[[], None], dict[str, Any]]:
     from .collect import open_real
-    from .scenario import get
+    from .harness.scenario import get
 
     scn = get(name)
     ctx = open_real(scn, log=log)

@@ -4,7 +4,7 @@
 
 Per scenario with a dataset in benchmarks/data/ (collected by ``benchmarks.collect``): fit the
 surrogate (random forest or gradient boosting by cross-validation; refused when its held-out
-quality is under the thresholds of ``benchmarks.surrogate``), then run every arm (default,
+quality is under the thresholds of ``benchmarks.harness.surrogate``), then run every arm (default,
 rules, random, tpe, smac, pmem-advisor, ceiling) for every seed, interleaved, against it.
 Prints a Markdown table per scenario and the targets of issue 13; writes DIR/report.md,
 DIR/results.json and a convergence plot DIR/<scenario>.png. Progress goes to stderr.
@@ -25,8 +25,8 @@ from pmem_advisor.errors import EXIT_INTERNAL, AdvisorError, Interrupted, UsageE
 from pmem_advisor.fileio import write_file_safely
 from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
 
-from . import dataset, production, real_target, surrogate, validate
-from .harness import report, stats
+from . import real_target, validate
+from .harness import dataset, production, report, stats, surrogate
 from .harness.arms import (
     ARM_NAMES,
     Arm,
@@ -38,9 +38,9 @@ from .harness.arms import (
     SmacArm,
     objective,
 )
+from .harness.production import ProductionMemory
 from .harness.runner import run_interleaved
 from .harness.space import Param, SearchSpace, clamp, optuna_distributions
-from .production import ProductionMemory
 
 BUDGETS = (5, 10, 20, 50)
 SEEDS = 10
@@ -158,7 +158,7 @@ def current_rules(scn: dict[str, Any]) -> dict[str, Any] | None:
     from pmem_advisor.workloads.registry import get_workload
 
     from .collect import rules_config
-    from .scenario import validate as validate_scenario
+    from .harness.scenario import validate as validate_scenario
 
     try:
         s = validate_scenario(dict(scn))
@@ -185,8 +185,8 @@ def current_rules(scn: dict[str, Any]) -> dict[str, Any] | None:
 def scenario_class(name: str) -> str | None:
     """A dataset's workload class as its scenario (benchmarks/scenarios/NAME.yaml) defines it
     now; None when the scenario is gone or unreadable (the dataset's record then decides)."""
-    from .scenario import SCENARIO_DIR
-    from .scenario import load as load_scenario
+    from .harness.scenario import SCENARIO_DIR
+    from .harness.scenario import load as load_scenario
 
     path = SCENARIO_DIR / f"{name}.yaml"
     try:

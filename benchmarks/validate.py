@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks import dataset, surrogate
+from benchmarks.harness import dataset, surrogate
 from pmem_advisor.tuner.evaluator import Evaluator, TrialConfig
 
 BUDGET = 10
@@ -293,7 +293,7 @@ def on_real_server(name: str, measure: Callable[[Evaluator, Callable[[str], None
     happens), progress on stderr; the emulation caveat added to its result when /dev/shm
     stands in for PMEM, so it reaches every output."""
     from benchmarks import collect
-    from benchmarks import scenario as scenarios
+    from benchmarks.harness import scenario as scenarios
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)

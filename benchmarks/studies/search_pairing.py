@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import dataset, demo_study
+from benchmarks import demo_study
+from benchmarks.harness import dataset
 from benchmarks.validate import guarded
 
 MODES = ("sequential", "paired")

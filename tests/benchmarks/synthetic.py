@@ -82,7 +82,7 @@ def scenario_dict(name: str = "syn-pg", **over):
 def collect_context(name: str = "syn-pg", seed: int = 0, noise: float = 0.03,
                     evaluator: Evaluator | None = None, rules_x: int = 60, **over):
     from benchmarks.collect import CollectContext
-    from benchmarks.scenario import validate
+    from benchmarks.harness.scenario import validate
 
     scn = validate(scenario_dict(name, **over))
     space = tuner_space()

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from benchmarks import dataset
 from benchmarks.collect import CYCLE, collect, point_for, screen_verdict
+from benchmarks.harness import dataset
 from pmem_advisor.errors import EnvironmentProblem
 
 from .synthetic import collect_context, make_dataset

@@ -28,8 +28,8 @@ def test_make_bench_prints_the_summary_s_own_machine_note(tmp_path):
 
 
 def test_an_engine_with_its_own_evaluator_gets_fixed_arms_of_its_scenario_s_shape():
+    from benchmarks.harness.scenario import get
     from benchmarks.noise import arms_for
-    from benchmarks.scenario import get
 
     scn = get("rocksdb78-ycsb-b-disk")
     arms = {a.name: a for a in arms_for("rocksdb78-ycsb-b-disk")}

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from benchmarks import dataset, real_target
+from benchmarks import real_target
+from benchmarks.harness import dataset
 
 from .synthetic import SyntheticEvaluator, make_dataset
 

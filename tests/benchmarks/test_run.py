@@ -8,7 +8,8 @@ import statistics
 
 import pytest
 
-from benchmarks import run, surrogate
+from benchmarks import run
+from benchmarks.harness import surrogate
 
 from .synthetic import make_dataset
 
@@ -168,7 +169,7 @@ def test_read_write_learns_from_its_768m_neighbour_and_write_only_from_none():
     took read-write @5 from 1,292 to 1,333 tps on held-out seeds. Write-only's was measured
     too, and on a 1536M host, and both are kept aside (data/not-shipped-2026-11-29/): their
     warm starts cost it 4% and 3%. A scenario never learns from its own dataset."""
-    from benchmarks import dataset
+    from benchmarks.harness import dataset
     from benchmarks.run import scenario_class
     from pmem_advisor.tuner import transfer
 

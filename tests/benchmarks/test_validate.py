@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import surrogate, validate
+from benchmarks import validate
+from benchmarks.harness import surrogate
 from pmem_advisor.tuner.evaluator import TrialConfig
 
 from .synthetic import SyntheticEvaluator, make_dataset
@@ -160,7 +161,7 @@ def test_make_bench_reads_the_committed_validation_back(tmp_path):
                             SyntheticEvaluator(seed=1, noise=0.01), repeats=3)
     assert out["versus_best"]["decision"] is None  # RESULT has no pmem-advisor arm: said
     assert "no completed runs" in out["versus_best"]["text"]
-    from benchmarks import dataset
+    from benchmarks.harness import dataset
     dataset.write_json(tmp_path / "syn-pg.validation.json", out)
     line = validate.summary_line("syn-pg", tmp_path)
     assert line.startswith("real validation (syn-pg.validation.json, budget 10, 3 interleaved")

@@ -7,8 +7,7 @@ import pytest
 from benchmarks.harness.arms import DefaultArm, OptunaArm, RulesArm
 from benchmarks.harness.runner import run_interleaved
 from pmem_advisor.tuner.evaluator import TrialConfig
-
-from .synthetic import SyntheticEvaluator, synthetic_space
+from tests.benchmarks.synthetic import SyntheticEvaluator, synthetic_space
 
 
 def test_round_robin_interleaves_every_arm_and_rotates_the_order():

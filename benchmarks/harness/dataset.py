@@ -19,7 +19,7 @@ from typing import Any
 from pmem_advisor.errors import EnvironmentProblem
 from pmem_advisor.fileio import write_file_safely
 
-DATA_DIR = Path(__file__).with_name("data")
+DATA_DIR = Path(__file__).parent.parent / "data"  # benchmarks/data
 
 
 def rows_path(name: str, directory: Path = DATA_DIR) -> Path:

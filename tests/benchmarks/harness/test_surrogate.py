@@ -7,12 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks import surrogate
-from benchmarks.harness import stats
+from benchmarks.harness import stats, surrogate
 from benchmarks.harness.runner import TrialRecord
 from pmem_advisor.tuner.evaluator import Measurement, TrialConfig
-
-from .synthetic import SyntheticEvaluator, make_dataset
+from tests.benchmarks.synthetic import SyntheticEvaluator, make_dataset
 
 
 def test_a_learnable_dataset_fits_well(tmp_path):
@@ -147,8 +145,7 @@ def test_an_arm_measures_the_same_alone_as_beside_other_arms(tmp_path):
     another arm was added to the run or the interleaving order rotated differently."""
     from benchmarks.harness.arms import OptunaArm, RulesArm
     from benchmarks.harness.runner import run_interleaved
-
-    from .synthetic import synthetic_space
+    from tests.benchmarks.synthetic import synthetic_space
 
     make_dataset(tmp_path, rows=40)
     data = surrogate.load_scenario("syn-pg", tmp_path)

@@ -17,7 +17,8 @@ et al., PVLDB 2022): many optimisers x budgets x seeds compared in minutes inste
   noise the real machine showed, including the load of whoever else used it.
 - The fixed points measured in the dataset (defaults, rules-only, unsafe ceiling) return one of
   their own measurements: no model stands between them and the truth.
-- With ``unfit`` (the product's memory gate at the scenario's budget, ``benchmarks.production``)
+- With ``unfit`` (the product's memory gate at the scenario's budget,
+  ``benchmarks.harness.production``)
   a config over the budget's worst case is not run: a failed trial, as in ``tune``.
 - Each Measurement carries ``raw["expected"]``, the noise-free value the statistics credit an
   arm with for the config it picked (picking is by the noisy observations, as on a real server).

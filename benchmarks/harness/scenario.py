@@ -18,7 +18,7 @@ import yaml
 from pmem_advisor.errors import UsageError
 from pmem_advisor.knobs.units import parse_bytes
 
-SCENARIO_DIR = Path(__file__).with_name("scenarios")
+SCENARIO_DIR = Path(__file__).parent.parent / "scenarios"  # benchmarks/scenarios
 SCHEMA_FILE = SCENARIO_DIR / "schema.json"
 DURABILITY_FILE = SCENARIO_DIR / "ceiling" / "durability-off.yaml"
 

@@ -7,8 +7,7 @@ import json
 from benchmarks.harness import report, stats
 from benchmarks.harness.arms import DefaultArm, OptunaArm, RulesArm, SmacArm
 from benchmarks.harness.runner import run_interleaved
-
-from .synthetic import SyntheticEvaluator, synthetic_space
+from tests.benchmarks.synthetic import SyntheticEvaluator, synthetic_space
 
 
 def result(monkeypatch=None):

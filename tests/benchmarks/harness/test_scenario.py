@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import scenario
+from benchmarks.harness import scenario
 from pmem_advisor.errors import UsageError
-
-from .synthetic import scenario_dict
+from tests.benchmarks.synthetic import scenario_dict
 
 
 def test_every_shipped_scenario_is_valid_and_named_after_its_file():

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pickle
 
-from benchmarks import production, run, surrogate
+from benchmarks import run
+from benchmarks.harness import production, surrogate
 from pmem_advisor.knobs.catalog import load_catalog
 from pmem_advisor.rules import build_facts, recommend
 from pmem_advisor.tuner.evaluator import TrialConfig
+from tests.benchmarks.synthetic import make_dataset
 from tests.rules.machines import make_profile
-
-from .synthetic import make_dataset
 
 MB, GB = 1 << 20, 1 << 30
 POOL = "innodb_buffer_pool_size"
