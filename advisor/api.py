@@ -40,11 +40,16 @@ def config_text(rec, fmt: str = "conf") -> str:
     return emit(rec, fmt)
 
 
-def check(facts, settings: dict[str, str] | None = None, **options: Any) -> list:
-    """The findings (``rules.Finding``: rule, severity, subject, message, fix), most severe
-    first, for ``settings`` (name -> value) on the host ``facts`` describes (``rec.facts`` of
-    a recommendation, or ``rules.build_facts``): the papers' rules and the pre-deployment
-    checks CK001.., as `check` runs them. ``options``: rules.checks.build_input's."""
-    from pmem_advisor.library.check import findings
+def check(paths: list[str] = (), **options: Any):
+    """The gate `pmem-advisor check` runs, as the library: the ``CheckReport`` the CLI renders
+    (``findings``: ``GateFinding`` with rule, severity, key, reason, fix, file and line, most
+    severe first; ``exit_code``; ``to_json()``, what `check --format json` prints;
+    ``text_lines()``). ``paths``: config files, directories or globs (a first one naming an
+    engine is the engine, as on the command line); ``options`` are the flags: config, dsn,
+    db, version, profile, root, data_dir, wal_dir, memory ("64G"), cpus, clients, medium,
+    no_measure, diff, workload, allow_unsafe, fail_on, project (a path, False for none, None
+    to find .pmem-advisor.toml upward), baseline. One config's or server's bad input raises
+    its typed error; among many files each bad one is a ``FileError`` in ``errors``."""
+    from pmem_advisor.gate import check as gate_check
 
-    return findings(facts, settings, **options)
+    return gate_check(list(paths), **options)

@@ -113,6 +113,20 @@ def require_extra(extra: str, what: str) -> None:
                                 "not installed)", hint=install_hint(extra))
 
 
+def missing_extra_error(e: ModuleNotFoundError):
+    """CapabilityMissing (exit 3) naming the pip extra when ``e`` is about one of an extra's
+    modules (commands import them lazily, so a plain install fails when a command runs, not at
+    start-up); None when the module belongs to no extra (a bug)."""
+    extra = extra_for_module(e.name or "")
+    if extra is None:
+        return None
+    from pmem_advisor.errors import CapabilityMissing
+
+    module = (e.name or "").split(".")[0]
+    return CapabilityMissing(f"this command needs the [{extra}] extra ({module} is not "
+                             "installed)", hint=install_hint(extra))
+
+
 def extra_capability(extra: str) -> Capability:
     missing = missing_modules(extra)
     purpose = EXTRAS[extra][1]

@@ -58,10 +58,62 @@ def test_bad_input_raises_the_typed_error_the_cli_maps(options, error, code):
     assert e.value.exit_code == code
 
 
-def test_check_finds_a_durability_risk_in_settings():
+def test_check_finds_a_durability_risk_in_a_recommended_file(tmp_path):
     from pmem_advisor import api
 
     rec = api.recommend("postgres", memory="8G")
-    settings = {s.name: s.text for s in rec.settings} | {"fsync": "off"}
-    found = api.check(rec.facts, settings, source="config", memory_bytes=8 << 30, target=True)
-    assert any(f.severity == "fail" and "fsync" in f.subject for f in found), found
+    conf = tmp_path / "postgresql.conf"
+    conf.write_text(api.config_text(rec) + "fsync = off\n")
+    report = api.check([str(conf)], memory="8G", version="16", no_measure=True, project=False)
+    risk = [f for f in report.findings if f.severity == "fail" and f.key == "fsync"]
+    assert risk and risk[0].file == str(conf) and risk[0].line is not None, report.findings
+    assert report.exit_code == 1  # what the CLI exits with
+    conf.write_text(api.config_text(rec))
+    clean = api.check([str(conf)], memory="8G", version="16", no_measure=True, project=False)
+    assert not [f for f in clean.findings if f.severity == "fail"], clean.findings
+
+
+# A my.cnf with a durability risk, a cache over the host's RAM and a plain setting: findings of
+# every severity, located at their lines.
+MYCNF = ("[mysqld]\ninnodb_flush_log_at_trx_commit = 0\ninnodb_buffer_pool_size = 64G\n"
+         "max_connections = 100\n")
+
+
+def test_check_is_the_gate_the_cli_renders(tmp_path, run_cli):
+    """One entry into the rules: api.check returns the report `check --format json` prints,
+    for the same file and flags, the engine given as the first argument on both sides."""
+    import json
+
+    cnf = tmp_path / "my.cnf"
+    cnf.write_text(MYCNF)
+    code = ("import json, sys\nfrom pmem_advisor import api\n"
+            f"r = api.check(['mysql', {str(cnf)!r}], version='8.4', memory='16G', "
+            "no_measure=True, project=False)\n"
+            "print(json.dumps({'data': r.to_json(), 'target': r.target, "
+            "'exit': r.exit_code}, default=str))\n"
+            "assert 'typer' not in sys.modules and not [m for m in sys.modules "
+            "if m.startswith('pmem_advisor.cli')]\n")
+    r = _run(code)
+    assert r.returncode == 0, r.stderr
+    from_api = json.loads(r.stdout)
+    rc, out, _ = run_cli("check", "mysql", str(cnf), "--version", "8.4", "--memory", "16G",
+                         "--no-measure", "--no-project", "--format", "json")
+    from_cli = json.loads(out)
+    assert rc == from_api["exit"] == 1
+    assert from_api["data"]["findings"], "the file has findings to compare"
+    assert any(f["severity"] == "fail" and f["line"] == 2 for f in from_api["data"]["findings"])
+    assert from_cli["findings"] == from_api["data"]["findings"]
+    for key, value in from_api["data"].items():
+        assert from_cli[key] == value, key
+    assert from_cli["target"]["flavour"] == from_api["target"]["flavour"] == "mysql"
+
+
+def test_check_bad_input_raises_the_typed_error(tmp_path):
+    from pmem_advisor import api, errors
+
+    with pytest.raises(errors.UsageError) as e:
+        api.check(["mysql", str(tmp_path / "no-such.cnf")], db="postgres", project=False)
+    assert "contradict" in e.value.message and e.value.exit_code == 2
+    with pytest.raises(errors.UsageError) as e:
+        api.check([str(tmp_path / "no-such.cnf")], project=False)
+    assert e.value.exit_code == 2

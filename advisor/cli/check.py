@@ -1,19 +1,19 @@
 """`pmem-advisor check`: a pre-deployment gate for the host, config files or a running server.
 
-Parses, calls ``pmem_advisor.gate.check`` (the library: files, engines, rules, suppressions,
-baseline, the exit decision) and renders its report. Exit codes: 0 no finding at or above
+Parses, calls ``pmem_advisor.gate.check`` (the library: the engine argument, files, engines,
+rules, suppressions, baseline, the exit decision) and renders its report (``CheckReport``'s
+``to_json``/``text_lines``, ``report.gate_formats`` for CI). Exit codes: 0 no finding at or above
 ``--fail-on``, 1 findings, 2 bad input (a bad flag, an unreadable or mismatched config, a glob
 matching nothing, a bad project file), 3 environment (the server cannot be reached).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
 import typer
 
-from pmem_advisor.cli.output import console, format_option, out, print_json
+from pmem_advisor.cli.output import chosen_format, console, format_option, out, print_json
 from pmem_advisor.engines.registry import engine_help
 from pmem_advisor.errors import UsageError
 
@@ -75,23 +75,15 @@ def check_cmd(
     """Check the host (PMEM, DAX, NUMA), config files or a running server before deployment."""
     from pmem_advisor.connection import resolve_dsn
     from pmem_advisor.gate import check
-    from pmem_advisor.library.recommend import split_engine
 
-    if json_out:  # the alias every other command has
-        if fmt not in ("text", "json"):
-            raise UsageError(f"--json and --format {fmt} contradict each other: give one")
-        fmt = "json"
-    paths = list(targets or [])
-    if paths and not os.path.exists(paths[0]) and _is_engine(paths[0]):
-        engine = paths.pop(0)  # `check ENGINE ...` as `recommend ENGINE ...`
-        if db is not None and split_engine(db) != split_engine(engine):
-            raise UsageError(f"the engine {engine} and --db {db} contradict each other: give one")
-        db = engine
+    if json_out and fmt not in ("text", "json"):  # the alias every other command has
+        raise UsageError(f"--json and --format {fmt} contradict each other: give one")
+    fmt = chosen_format(fmt, json_out)
     notes: list[str] = []
     dsn = resolve_dsn(dsn, dsn_file, notes=notes)
     for n in notes:  # the password-in-argv note: now, before a connection that may fail
         console.print(f"note: {n}", soft_wrap=True)
-    report = check(paths, config=config, dsn=dsn, baseline=baseline,
+    report = check(list(targets or []), config=config, dsn=dsn, baseline=baseline,
                    project=False if no_project else project, db=db, version=version,
                    profile=profile, root=root, data_dir=data_dir, wal_dir=wal_dir,
                    memory=memory, cpus=cpus, clients=clients, medium=list(medium or []),
@@ -102,7 +94,15 @@ def check_cmd(
             console.print(f"note: {n}", markup=False, highlight=False, soft_wrap=True)
     for e in report.errors:  # each file that could not be checked: one line, as main says it
         sys.stderr.write(f"pmem-advisor: error: {' '.join(str(e.error).split())}\n")
-    _render(fmt, report)
+    if fmt in ("junit", "sarif", "github"):
+        from pmem_advisor.report import gate_formats
+
+        out.file.write(getattr(gate_formats, fmt)(report))
+    elif fmt == "json":
+        print_json(report.to_json(), SCHEMA, **report.target)
+    else:
+        for line in report.text_lines():
+            out.print(line, markup=False)
     code = report.exit_code
     if write_baseline:
         from pmem_advisor.gate.suppress import write_baseline as write
@@ -110,73 +110,9 @@ def check_cmd(
         write(write_baseline, report.findings)
         console.print(f"note: {len(report.findings)} finding(s) written to the baseline "
                       f"{write_baseline}", markup=False, soft_wrap=True)
-        code = max((e.exit_code for e in report.errors), default=0)
+        code = report.errors_exit_code
     if code:
         raise typer.Exit(code)
-
-
-def _is_engine(name: str) -> bool:
-    from pmem_advisor.library.recommend import split_engine
-
-    try:
-        split_engine(name)
-    except UsageError:
-        return "/" not in name and "*" not in name and "." not in name  # a misspelt engine
-    return True
-
-
-def _render(fmt: str, report) -> None:
-    if fmt in ("junit", "sarif", "github"):
-        from pmem_advisor.report import gate_formats
-
-        out.file.write(getattr(gate_formats, fmt)(report))
-        return
-    one = report.targets[0] if report.targets else None
-    if fmt == "json":
-        print_json({
-            "source": one.source if one else "none",
-            "findings": [f.to_dict() for f in report.findings],
-            "diff": one.diff if one else None,
-            "budget": one.budget if one else None,
-            "memory": one.memory if one else None,
-            "notes": report.notes,
-            "emulated_pmem": report.emulated,
-            "files": report.files,
-            "suppressed": [s.to_dict() for s in report.suppressed],
-            "baselined": [f.to_dict() for f in report.baselined],
-            "skipped": report.skipped,
-            "errors": [e.to_dict() for e in report.errors],
-        }, SCHEMA, engine=one.engine if one else None, flavour=one.flavour if one else None,
-            version=one.version if one else None)
-        return
-    for f in report.findings:
-        out.print(f"{f.severity:4} [{f.rule}] {f.key}: {f.reason}"
-                  + (f"\n     fix: {f.fix}" if f.fix else ""), markup=False)
-    if not report.findings:
-        out.print("no findings")
-    many = len(report.targets) > 1
-    budget: list[str] = []
-    for t in report.targets:
-        for line in t.memory_lines:
-            out.print(f"memory: {t.file}: {line}" if many else f"memory: {line}", markup=False)
-        budget += [b for b in t.budget or [] if b not in budget]
-    for line in budget:
-        out.print(f"budget: {line}", markup=False)
-    for s in report.suppressed:
-        out.print(f"suppressed [{s.finding.rule}] {s.finding.key} ({s.finding.file}:{s.line})"
-                  f": {s.reason or '(no reason given)'}", markup=False)
-    if report.baselined or report.skipped:
-        out.print(f"{len(report.baselined)} finding(s) in the baseline, {report.skipped} of "
-                  "rules the project file skips: not reported", markup=False)
-    rows = one.diff if one else None
-    if rows is not None:
-        out.print(f"\ndiff against recommend ({len(rows)} setting(s) differ):", markup=False)
-        for r in rows:
-            out.print(f"  {r['name']}: {r['running']} -> {r['recommended']}  [{r['rule']}]"
-                      f"{'  (restart)' if r['restart'] else ''}", markup=False)
-            if r["statement"]:
-                out.print(f"    {r['statement']}", markup=False)
-            out.print(f"    then: {r['then']}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,14 +9,14 @@ from typing import Any
 import typer
 
 from pmem_advisor import __version__
-from pmem_advisor.capabilities import extra_for_module, install_hint
-from pmem_advisor.cli.output import set_verbosity
+from pmem_advisor.capabilities import missing_extra_error
+from pmem_advisor.cli.commands import command_of, register_commands
+from pmem_advisor.cli.output import set_verbosity, stdout_closed, unwrap_pacified_streams
 from pmem_advisor.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     AdvisorError,
-    CapabilityMissing,
     ServerError,
     UsageError,
 )
@@ -57,51 +57,6 @@ def _root(
     set_verbosity(0 if quiet else 1 + verbose)
 
 
-# Each command module exposes register(app). A run imports only the module of the command it
-# runs (issue 55: `--version` and `check FILE` at a linter's start-up cost, without the tuner,
-# the instance code or the schema validator of other commands); help, completion and an
-# unknown command load them all. One entry per top-level command, in the order help lists them.
-COMMANDS = {
-    "doctor": "doctor", "probe": "probe", "instances": "instances", "tune": "tune",
-    "report": "report", "knobs": "knobs", "config": "config", "recommend": "recommend",
-    "check": "check", "workload": "workload", "help": "help", "completion": "completion",
-    "place": "place",
-}
-_registered: set[str] = set()
-
-
-def register_commands(names: Any = None) -> None:
-    """Register the command modules ``names`` (every one when None) on ``app``, once each.
-    The import is here, in the dispatch layer, so that a command module is loaded only when
-    its command runs."""
-    import importlib
-
-    for name in COMMANDS if names is None else names:
-        module = COMMANDS[name]
-        if module in _registered:
-            continue
-        importlib.import_module(f"pmem_advisor.cli.{module}").register(app)
-        _registered.add(module)
-
-
-_ROOT_FLAGS = {"--verbose", "-v", "--quiet", "-q"}
-
-
-def command_of(argv: list[str]) -> str | None:
-    """The top-level command ``argv`` runs, or None when the run needs every command (help,
-    completion, no command, an unknown one, ``-vv`` style flags we do not parse here)."""
-    import os
-
-    if any(k.startswith("_PMEM_ADVISOR_COMPLETE") for k in os.environ):
-        return None  # shell completion walks the whole tree
-    for arg in argv:
-        if arg in _ROOT_FLAGS or (arg.startswith("-v") and set(arg[1:]) == {"v"}):
-            continue
-        # `help CMD` describes other commands: it needs the whole tree
-        return arg if arg in COMMANDS and arg != "help" else None
-    return None
-
-
 def _fail(message: str, code: int) -> int:
     from pmem_advisor.cli.output import safe_text
 
@@ -117,31 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         return code
     except BrokenPipeError:
-        return _stdout_closed()
-
-
-def _stdout_closed() -> int:
-    """The reader of stdout went away: point stdout at /dev/null so that nothing (the
-    interpreter's last flush included) fails on it again, and end as a success."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # a stdout without a descriptor (tests)
-        pass
-    return 0
-
-
-def _unwrap_pacified_streams() -> bool:
-    """Whether click met a closed stdout (it then wraps both streams to silence their last
-    flush and exits 1); the streams are unwrapped again."""
-    pacified = False
-    for name in ("stdout", "stderr"):
-        stream = getattr(sys, name)
-        if type(stream).__name__ == "PacifyFlushWrapper":
-            setattr(sys, name, stream.wrapped)
-            pacified = True
-    return pacified
+        return stdout_closed()
 
 
 def build_command(only: list[str] | None = None) -> Any:
@@ -150,7 +81,7 @@ def build_command(only: list[str] | None = None) -> Any:
     from pmem_advisor.cli.conventions import apply_conventions
     from pmem_advisor.cli.params import checked_numbers, docs_metavars
 
-    register_commands(only)
+    register_commands(app, only)
 
     return checked_numbers(docs_metavars(apply_conventions(typer.main.get_command(app))))
 
@@ -176,8 +107,8 @@ def _run(argv: list[str] | None) -> int:
     except typer.Exit as e:
         return e.exit_code
     except SystemExit as e:  # --show-completion/--install-completion exit by themselves
-        if _unwrap_pacified_streams():  # click's own answer to EPIPE on stdout: exit 1
-            return _stdout_closed()
+        if unwrap_pacified_streams():  # click's own answer to EPIPE on stdout: exit 1
+            return stdout_closed()
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except typer.Abort:
         return _fail("interrupted", EXIT_INTERRUPTED)
@@ -189,9 +120,9 @@ def _run(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except BrokenPipeError:
-        return _stdout_closed()
+        return stdout_closed()
     except ModuleNotFoundError as e:  # a command of an extra the install does not have
-        missing = _missing_extra(e)
+        missing = missing_extra_error(e)
         if missing is None:
             return _internal(e)
         return _fail(str(missing), missing.exit_code)
@@ -206,17 +137,6 @@ def _internal(e: Exception) -> int:
         f"internal error: {type(e).__name__}: {e} (set PMEM_ADVISOR_DEBUG=1 for a traceback)",
         EXIT_INTERNAL,
     )
-
-
-def _missing_extra(e: ModuleNotFoundError) -> CapabilityMissing | None:
-    """CapabilityMissing naming the pip extra when ``e`` is about one of an extra's modules
-    (commands import them lazily, so a plain install fails here, not at start-up)."""
-    extra = extra_for_module(e.name or "")
-    if extra is None:
-        return None
-    module = (e.name or "").split(".")[0]
-    return CapabilityMissing(f"this command needs the [{extra}] extra ({module} is not "
-                             "installed)", hint=install_hint(extra))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from pmem_advisor.errors import AdvisorError, EnvironmentProblem, UsageError
 from pmem_advisor.gate.config import read_config, sniff_config
 from pmem_advisor.gate.files import (
     FileSpec,
+    engine_and_paths,
     expand,
     find_project,
     header_of,
@@ -69,13 +70,16 @@ class Options:
 def check(paths: list[str] = (), *, config: str | None = None, dsn: str | None = None,
           project: str | bool | None = None, baseline: str | None = None, **flags) -> CheckReport:
     """Check the host alone, a running server (``dsn``), one ``config`` file, or many
-    ``paths`` (files, directories, globs) in one run. ``project``: a ``.pmem-advisor.toml``
-    path, False for none, None to find one upward from the working directory. With a
+    ``paths`` (files, directories, globs) in one run; a first path that names an engine and
+    is no file is the engine (``check mysql my.cnf``), as ``db=`` says it. ``project``: a
+    ``.pmem-advisor.toml`` path, False for none, None to find one upward from the working
+    directory. With a
     single target (the host, a server, one file) a bad input raises its typed error; among
     many files each bad one is a ``FileError`` in the report and the others are checked."""
     from pmem_advisor.gate.suppress import apply_baseline, apply_suppressions
 
-    opt = Options(**flags)
+    db, paths = engine_and_paths(list(paths), flags.pop("db", None))
+    opt = Options(db=db, **flags)
     if opt.fail_on not in ("warn", "fail"):
         raise UsageError(f"--fail-on {opt.fail_on!r}: use warn or fail")
     if opt.diff and not dsn:

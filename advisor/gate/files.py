@@ -229,3 +229,28 @@ def shape_engine(path: str) -> str | None:
     if name in ("postgresql.conf", "postgresql.auto.conf"):
         return "postgres"
     return None
+
+
+def engine_and_paths(targets: list[str], db: str | None) -> tuple[str | None, list[str]]:
+    """`check ENGINE PATH...` as `recommend ENGINE ...`: the first target is the engine when
+    it names one (or looks like a misspelt one) and no such path exists; it and ``--db`` must
+    agree. Returns (the engine, the paths)."""
+    from pmem_advisor.library.recommend import split_engine
+
+    paths = list(targets or [])
+    if paths and not os.path.exists(paths[0]) and _is_engine(paths[0]):
+        engine = paths.pop(0)
+        if db is not None and split_engine(db) != split_engine(engine):
+            raise UsageError(f"the engine {engine} and --db {db} contradict each other: give one")
+        db = engine
+    return db, paths
+
+
+def _is_engine(name: str) -> bool:
+    from pmem_advisor.library.recommend import split_engine
+
+    try:
+        split_engine(name)
+    except UsageError:
+        return "/" not in name and "*" not in name and "." not in name  # a misspelt engine
+    return True

@@ -113,6 +113,70 @@ class CheckReport:
         return max(codes, default=EXIT_OK)
 
     @property
+    def errors_exit_code(self) -> int:
+        """The exit code when the findings are written as the baseline (--write-baseline):
+        only a file that could not be checked fails the run."""
+        return max((e.exit_code for e in self.errors), default=EXIT_OK)
+
+    @property
+    def target(self) -> dict:
+        """The engine, flavour and version checked (of the first target), for the JSON
+        envelope."""
+        one = self.targets[0] if self.targets else None
+        return {"engine": one.engine if one else None,
+                "flavour": one.flavour if one else None,
+                "version": one.version if one else None}
+
+    def to_json(self) -> dict:
+        """What `check --format json` prints under its schema envelope."""
+        one = self.targets[0] if self.targets else None
+        return {
+            "source": one.source if one else "none",
+            "findings": [f.to_dict() for f in self.findings],
+            "diff": one.diff if one else None,
+            "budget": one.budget if one else None,
+            "memory": one.memory if one else None,
+            "notes": self.notes,
+            "emulated_pmem": self.emulated,
+            "files": self.files,
+            "suppressed": [s.to_dict() for s in self.suppressed],
+            "baselined": [f.to_dict() for f in self.baselined],
+            "skipped": self.skipped,
+            "errors": [e.to_dict() for e in self.errors],
+        }
+
+    def text_lines(self) -> list[str]:
+        """What `check` prints for a person: the findings with their fixes, the memory and
+        budget lines, suppressions, what the baseline and the project file left out, and
+        the diff against recommend (--diff)."""
+        lines = [f"{f.severity:4} [{f.rule}] {f.key}: {f.reason}"
+                 + (f"\n     fix: {f.fix}" if f.fix else "") for f in self.findings]
+        if not self.findings:
+            lines.append("no findings")
+        many = len(self.targets) > 1
+        budget: list[str] = []
+        for t in self.targets:
+            lines += [f"memory: {t.file}: {m}" if many else f"memory: {m}"
+                      for m in t.memory_lines]
+            budget += [b for b in t.budget or [] if b not in budget]
+        lines += [f"budget: {b}" for b in budget]
+        lines += [f"suppressed [{s.finding.rule}] {s.finding.key} ({s.finding.file}:{s.line})"
+                  f": {s.reason or '(no reason given)'}" for s in self.suppressed]
+        if self.baselined or self.skipped:
+            lines.append(f"{len(self.baselined)} finding(s) in the baseline, {self.skipped} of "
+                         "rules the project file skips: not reported")
+        rows = self.targets[0].diff if self.targets else None
+        if rows is not None:
+            lines.append(f"\ndiff against recommend ({len(rows)} setting(s) differ):")
+            for r in rows:
+                lines.append(f"  {r['name']}: {r['running']} -> {r['recommended']}  "
+                             f"[{r['rule']}]{'  (restart)' if r['restart'] else ''}")
+                if r["statement"]:
+                    lines.append(f"    {r['statement']}")
+                lines.append(f"    then: {r['then']}")
+        return lines
+
+    @property
     def emulated(self) -> bool:
         return any(t.emulated for t in self.targets)
 

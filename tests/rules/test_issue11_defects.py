@@ -294,6 +294,9 @@ def test_mysql8_config_is_not_validated_on_mariadb(tmp_path):
     with pytest.raises(UsageError) as e:
         check_flavour(config, "mysql", "mariadb", "10.11.9")
     assert "MySQL" in str(e.value) and "MariaDB" in str(e.value)
+    # issue 53: the hint asks for a MySQL server; it does not say one is installed
+    assert "--flavour mysql (it must be installed here)" in e.value.hint
+    assert ", installed)" not in e.value.hint
     check_flavour(config, "mysql", "mysql", "8.0.36")  # the right server is fine
 
 
