@@ -397,6 +397,31 @@ def make_temp_dir(parent_fd: int, prefix: str, mode: int = 0o700) -> tuple[int, 
     raise OSError(errno.EEXIST, "no free temporary name", prefix)
 
 
+@contextlib.contextmanager
+def held_temp_dir(parent: str | Path, prefix: str) -> Iterator[int]:
+    """A private 0700 directory made relative to the held ``parent`` (walked by
+    :func:`open_dir`) and held for the block: a child process reaches it as
+    :func:`child_path` of the descriptor (the inode, not a name another user could swap), and
+    it is emptied through the descriptor and removed relative to the held parent."""
+    with held_dir(parent) as pfd:
+        fd, name = make_temp_dir(pfd, prefix)
+        try:
+            yield fd
+        finally:
+            try:
+                clear_dir_fd(fd)
+            finally:
+                os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.rmdir(name, dir_fd=pfd)
+
+
+def child_path(fd: int) -> str:
+    """A path naming the directory held as ``fd`` for a child of this process (its cwd, or a
+    prefix of what it writes): ``/proc/<our pid>/fd/N`` resolves to the inode we hold."""
+    return f"/proc/{os.getpid()}/fd/{fd}"
+
+
 # -- removing -------------------------------------------------------------------------------------
 # Removal passes over a directory before what is still in it is reported: an entry that
 # appears meanwhile (a writer ending) goes in the next pass.

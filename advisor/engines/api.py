@@ -319,15 +319,18 @@ class Engine(ABC):
         engine that cannot read its format raises a one-line UsageError."""
 
     def read_config_file(self, path: str) -> dict[str, str]:
-        """``parse_config`` of a file; a missing or unreadable file is a one-line UsageError."""
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
-            raise InputError(f"--config {path}: no such file") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"--config {path}: cannot read it: "
-                             f"{getattr(e, 'strerror', None) or e}") from None
+        """``parse_config`` of a file read by the one bounded config reader
+        (knobs.includes.IncludeWalk: regular files only, opened without blocking, size limits,
+        and as root the trust rule: a link another user owns, such as a managed server's user
+        in its own data directory, counts as that user's claim, so it cannot make root read
+        what that user could not); a missing or unreadable file is a one-line InputError."""
+        import os
+
+        from pmem_advisor.knobs.includes import IncludeWalk
+
+        if not os.path.lexists(path):
+            raise InputError(f"--config {path}: no such file")
+        text = IncludeWalk(what="a config file").read(path, 0, None, None)
         return self.parse_config(text, path)
 
     # -- rules ---------------------------------------------------------------------------
