@@ -757,6 +757,41 @@ def refuse_planted_entries(path: str | Path, what: str = "output directory") -> 
             raise planted(str(path / name), st, f"a file or directory owned by {_me()}")
 
 
+def private_db_file(path: str | Path, what: str = "study database") -> None:
+    """Before a library opens ``path`` by name (SQLite: the study and its -journal/-wal/-shm,
+    which it creates beside it): the directory is made 0700 by descriptor when missing; as
+    root, one another user owns is refused (its owner could plant a link at any of those
+    names after a check: UntrustedPath, exit 3), and so is one others may write; every entry
+    planted there is refused (:func:`refuse_planted_entries`: a link, FIFO, device, hard link
+    or another user's file is PlantedFile). The database file itself is created
+    ``O_EXCL|O_NOFOLLOW`` mode 0600 relative to the held directory, or, when it is there
+    already, opened :func:`open_checked` and narrowed to 0600 by ``fchmod``: SQLite gives its
+    journals the database's mode, so nothing of the study is readable by a server's user."""
+    path = Path(os.path.abspath(path))
+    where = path.parent
+    ensure_dir(where, mode=0o700)
+    if os.geteuid() == 0:
+        with held_dir(where) as dfd:
+            st = os.fstat(dfd)
+        if st.st_uid != 0:
+            raise UntrustedPath(f"refusing to keep the {what} in {where}: the directory is "
+                                f"owned by {who(st.st_uid)}, who could plant a link at its "
+                                "name or its journal's after any check",
+                                hint="give a directory root owns (the default: --out)")
+    refuse_planted_entries(where, f"{what} directory")
+    with held_dir(where) as dfd:
+        try:
+            fd = os.open(path.name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+        except FileExistsError:
+            fd = open_checked(dfd, path.name, str(path))
+        try:
+            if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
+                os.fchmod(fd, 0o600)
+        finally:
+            os.close(fd)
+
+
 def make_owned_dir(dfd: int, name: str, owner: tuple[int, int] | None, mode: int,
                    where: str = "") -> int:
     """``mkdirat`` ``name`` in the held ``dfd`` and give it to ``owner`` (uid, gid; None: keep
