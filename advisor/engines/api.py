@@ -37,7 +37,6 @@ from pmem_advisor.errors import (
     EXIT_USAGE,
     AdvisorError,
     EnvironmentProblem,
-    InputError,
     UsageError,
 )
 
@@ -318,20 +317,13 @@ class Engine(ABC):
         the line and the setting. Values are checked against the catalog by the caller; an
         engine that cannot read its format raises a one-line UsageError."""
 
+    @abstractmethod
     def read_config_file(self, path: str) -> dict[str, str]:
-        """``parse_config`` of a file read by the one bounded config reader
-        (knobs.includes.IncludeWalk: regular files only, opened without blocking, size limits,
-        and as root the trust rule: a link another user owns, such as a managed server's user
-        in its own data directory, counts as that user's claim, so it cannot make root read
-        what that user could not); a missing or unreadable file is a one-line InputError."""
-        import os
-
-        from pmem_advisor.knobs.includes import IncludeWalk
-
-        if not os.path.lexists(path):
-            raise InputError(f"--config {path}: no such file")
-        text = IncludeWalk(what="a config file").read(path, 0, None, None)
-        return self.parse_config(text, path)
+        """``parse_config`` of a file; a missing or unreadable file is a one-line InputError.
+        One reader for every engine (``engines.base.Engine``: knobs.includes.IncludeWalk,
+        regular files only, opened without blocking, size limits, and as root the trust rule:
+        a link another user owns, a managed server's user in its own data directory, counts
+        as that user's claim), so the contract itself opens no file by name."""
 
     # -- rules ---------------------------------------------------------------------------
     def baseline_rules(self) -> tuple[SizingRule, ...]:

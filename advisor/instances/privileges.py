@@ -17,6 +17,7 @@ import stat
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,12 +177,22 @@ def release_server_user(user: RunAs) -> None:
         os.close(fd)
 
 
-def uids_with_trees() -> set[int]:
-    """Server uids named by an instance or scratch record of the state directory: its files
-    (owned by that uid) may still be there."""
-    from pmem_advisor.instances import registry  # registry imports this module
+# Server uids named by an instance or scratch record (whose files, that uid's, may still be
+# there): instances.registry, which imports this module, installs its reader at import
+# (set_tree_uids); every caller that leases a uid has imported it. Unset, no uid is leased.
+_tree_uids: Callable[[], set[int]] | None = None
 
-    return {r.server_uid for r in registry.load_all() if r.server_uid}
+
+def set_tree_uids(reader: Callable[[], set[int]]) -> None:
+    global _tree_uids
+    _tree_uids = reader
+
+
+def uids_with_trees() -> set[int]:
+    if _tree_uids is None:
+        raise RuntimeError("internal: instances.registry is not loaded: the uids that own "
+                           "kept trees are unknown, so none is leased")
+    return _tree_uids()
 
 
 def _uids_with_processes() -> set[int]:

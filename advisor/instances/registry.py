@@ -43,6 +43,7 @@ from pmem_advisor.fileio import (
     unlink_at,
     write_file_safely,
 )
+from pmem_advisor.instances import privileges
 from pmem_advisor.instances.privileges import CACHE_ROOT
 from pmem_advisor.instances.trust import trusted_dir, why_untrusted
 
@@ -128,6 +129,16 @@ def new_record(**kw: Any) -> Record:
     rec = Record(**kw)
     rec.owner_started = _process_started(rec.owner_pid) or 0.0
     return rec
+
+
+def uids_with_trees() -> set[int]:
+    """Server uids named by a record of the state directory: a record is dropped only when
+    all of its files are gone, so that uid may still own a tree (kept for inspection, left by
+    a killed run): the uid pool leases none of them (privileges.lease_server_user)."""
+    return {r.server_uid for r in load_all() if r.server_uid}
+
+
+privileges.set_tree_uids(uids_with_trees)
 
 
 def trusted_state_dir() -> Path:

@@ -83,8 +83,8 @@ def test_the_validated_config_of_its_owner_is_still_read(user_dir):
     assert found is not None and found[0] == "mariadb"
 
 
-def test_the_engines_default_config_reader_refuses_a_link_to_a_root_only_file(user_dir, canary):
-    from pmem_advisor.engines import api, get_engine
+def test_the_engines_config_reader_refuses_a_link_to_a_root_only_file(user_dir, canary):
+    from pmem_advisor.engines import get_engine
     from pmem_advisor.errors import InputError
 
     before = fingerprint(canary)
@@ -92,7 +92,7 @@ def test_the_engines_default_config_reader_refuses_a_link_to_a_root_only_file(us
     link.symlink_to(canary / "server.cnf")
     chown_nobody(link)
     with pytest.raises(InputError, match="could not read it"):
-        bounded(lambda: api.Engine.read_config_file(get_engine("rocksdb"), str(link)))
+        bounded(lambda: get_engine("rocksdb").read_config_file(str(link)))
     assert fingerprint(canary) == before
 
 
