@@ -781,15 +781,21 @@ def private_db_file(path: str | Path, what: str = "study database") -> None:
     refuse_planted_entries(where, f"{what} directory")
     with held_dir(where) as dfd:
         try:
-            fd = os.open(path.name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, 0o600, dir_fd=dfd)
-        except FileExistsError:
-            fd = open_checked(dfd, path.name, str(path))
-        try:
-            if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
-                os.fchmod(fd, 0o600)
-        finally:
-            os.close(fd)
+            try:
+                fd = os.open(path.name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+            except FileExistsError:
+                fd = open_checked(dfd, path.name, str(path))
+            try:
+                if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
+                    with contextlib.suppress(OSError):  # a read-only study is still read
+                        os.fchmod(fd, 0o600)
+            finally:
+                os.close(fd)
+        except PlantedFile:
+            raise
+        except OSError as e:  # read-only, full, forbidden: an environment problem (exit 3)
+            raise as_error(e, path, "create") from None
 
 
 def make_owned_dir(dfd: int, name: str, owner: tuple[int, int] | None, mode: int,
