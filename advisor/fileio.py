@@ -397,6 +397,31 @@ def make_temp_dir(parent_fd: int, prefix: str, mode: int = 0o700) -> tuple[int, 
     raise OSError(errno.EEXIST, "no free temporary name", prefix)
 
 
+@contextlib.contextmanager
+def held_temp_dir(parent: str | Path, prefix: str) -> Iterator[int]:
+    """A private 0700 directory made relative to the held ``parent`` (walked by
+    :func:`open_dir`) and held for the block: a child process reaches it as
+    :func:`child_path` of the descriptor (the inode, not a name another user could swap), and
+    it is emptied through the descriptor and removed relative to the held parent."""
+    with held_dir(parent) as pfd:
+        fd, name = make_temp_dir(pfd, prefix)
+        try:
+            yield fd
+        finally:
+            try:
+                clear_dir_fd(fd)
+            finally:
+                os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.rmdir(name, dir_fd=pfd)
+
+
+def child_path(fd: int) -> str:
+    """A path naming the directory held as ``fd`` for a child of this process (its cwd, or a
+    prefix of what it writes): ``/proc/<our pid>/fd/N`` resolves to the inode we hold."""
+    return f"/proc/{os.getpid()}/fd/{fd}"
+
+
 # -- removing -------------------------------------------------------------------------------------
 # Removal passes over a directory before what is still in it is reported: an entry that
 # appears meanwhile (a writer ending) goes in the next pass.
@@ -730,6 +755,47 @@ def refuse_planted_entries(path: str | Path, what: str = "output directory") -> 
             if stat.S_ISLNK(st.st_mode) and ours:
                 continue
             raise planted(str(path / name), st, f"a file or directory owned by {_me()}")
+
+
+def private_db_file(path: str | Path, what: str = "study database") -> None:
+    """Before a library opens ``path`` by name (SQLite: the study and its -journal/-wal/-shm,
+    which it creates beside it): the directory is made 0700 by descriptor when missing; as
+    root, one another user owns is refused (its owner could plant a link at any of those
+    names after a check: UntrustedPath, exit 3), and so is one others may write; every entry
+    planted there is refused (:func:`refuse_planted_entries`: a link, FIFO, device, hard link
+    or another user's file is PlantedFile). The database file itself is created
+    ``O_EXCL|O_NOFOLLOW`` mode 0600 relative to the held directory, or, when it is there
+    already, opened :func:`open_checked` and narrowed to 0600 by ``fchmod``: SQLite gives its
+    journals the database's mode, so nothing of the study is readable by a server's user."""
+    path = Path(os.path.abspath(path))
+    where = path.parent
+    ensure_dir(where, mode=0o700)
+    if os.geteuid() == 0:
+        with held_dir(where) as dfd:
+            st = os.fstat(dfd)
+        if st.st_uid != 0:
+            raise UntrustedPath(f"refusing to keep the {what} in {where}: the directory is "
+                                f"owned by {who(st.st_uid)}, who could plant a link at its "
+                                "name or its journal's after any check",
+                                hint="give a directory root owns (the default: --out)")
+    refuse_planted_entries(where, f"{what} directory")
+    with held_dir(where) as dfd:
+        try:
+            try:
+                fd = os.open(path.name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+            except FileExistsError:
+                fd = open_checked(dfd, path.name, str(path))
+            try:
+                if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
+                    with contextlib.suppress(OSError):  # a read-only study is still read
+                        os.fchmod(fd, 0o600)
+            finally:
+                os.close(fd)
+        except PlantedFile:
+            raise
+        except OSError as e:  # read-only, full, forbidden: an environment problem (exit 3)
+            raise as_error(e, path, "create") from None
 
 
 def make_owned_dir(dfd: int, name: str, owner: tuple[int, int] | None, mode: int,

@@ -27,16 +27,7 @@ METHOD_CALLS = {"open", "chmod", "lchmod", "touch"}
 
 # Offenders in files this change could not edit (other sessions own them), each with what
 # fixes it. The test fails when one is gone, so that the list only ever shrinks.
-PENDING = {
-    # hazards: root reads a tree the server's user writes, following its links
-    ("advisor/engines/postgres/pgbench.py", "open"):
-        "pgbench's per-transaction logs: read by held descriptor (fileio.read_at)",
-    # safe by name, to be marked by their owners
-    ("advisor/engines/duckdb/catalog.py", "open"): "cgroupfs (/sys/fs/cgroup/memory.max)",
-    ("advisor/engines/registry.py", "open"): "the package's own engine YAML",
-    ("advisor/engines/api.py", "open"): "a config file the user named (fileio.read_text_nofollow)",
-    ("advisor/engines/server_validate.py", "open"): "a config file the user named",
-}
+PENDING: dict[tuple[str, str], str] = {}
 
 
 def _flagged(path: Path) -> list[tuple[int, str]]:

@@ -37,7 +37,6 @@ from pmem_advisor.errors import (
     EXIT_USAGE,
     AdvisorError,
     EnvironmentProblem,
-    InputError,
     UsageError,
 )
 
@@ -318,17 +317,13 @@ class Engine(ABC):
         the line and the setting. Values are checked against the catalog by the caller; an
         engine that cannot read its format raises a one-line UsageError."""
 
+    @abstractmethod
     def read_config_file(self, path: str) -> dict[str, str]:
-        """``parse_config`` of a file; a missing or unreadable file is a one-line UsageError."""
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
-            raise InputError(f"--config {path}: no such file") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"--config {path}: cannot read it: "
-                             f"{getattr(e, 'strerror', None) or e}") from None
-        return self.parse_config(text, path)
+        """``parse_config`` of a file; a missing or unreadable file is a one-line InputError.
+        One reader for every engine (``engines.base.Engine``: knobs.includes.IncludeWalk,
+        regular files only, opened without blocking, size limits, and as root the trust rule:
+        a link another user owns, a managed server's user in its own data directory, counts
+        as that user's claim), so the contract itself opens no file by name."""
 
     # -- rules ---------------------------------------------------------------------------
     def baseline_rules(self) -> tuple[SizingRule, ...]:

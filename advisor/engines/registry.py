@@ -62,6 +62,8 @@ def load_spec(path: Path, *, validate: bool | None = None) -> EngineSpec:
     """One engine YAML, read (and validated unless shipped; ``validate`` forces either way);
     EngineDataError (one line: file, field, problem)."""
     try:
+        # the package's own engine YAML (or a test's add_data_dir folder): no server's tree
+        # by-name-safe: no tree a managed server's user can write
         with open(path, encoding="utf-8") as f:
             data = knob_catalog.load_yaml(f)
     except (OSError, yaml.YAMLError) as e:

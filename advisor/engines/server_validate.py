@@ -13,10 +13,11 @@ from dataclasses import asdict, dataclass, field
 
 from pmem_advisor.engines.mysql.parse import quote_value
 from pmem_advisor.engines.postgres.parse import quote
-from pmem_advisor.errors import ServerError, UsageError
+from pmem_advisor.errors import InputError, ServerError, UsageError
 from pmem_advisor.knobs import units
 from pmem_advisor.knobs.catalog import Catalog, Knob, load_catalog, normalize_name
 from pmem_advisor.knobs.configfile import ConfigEntry, ConfigFile
+from pmem_advisor.knobs.includes import IncludeWalk
 
 _PG_PARAM = re.compile(r'parameter "([A-Za-z0-9_.]+)"')
 _MY_UNKNOWN = re.compile(r"unknown (?:variable|option) '(?:--)?([A-Za-z0-9_\-]+)")
@@ -247,10 +248,13 @@ _GROUPS = {"mariadb": "mariadb", "mariadbd": "mariadb", "mysqld-8.0": "mysql",
 
 def config_flavour(config: ConfigFile) -> tuple[str, str] | None:
     """(flavour, evidence) a my.cnf was written for, or None when nothing says."""
+    # Read again through the one config reader (knobs.includes.IncludeWalk: no FIFO blocks
+    # it, no link a server's user planted since the parse leads root to a file that user
+    # could not read); a refusal leaves the header unread, the settings still speak.
     try:
-        with open(config.path, encoding="utf-8", errors="replace") as f:
-            head = [next(f, "") for _ in range(10)]
-    except OSError:
+        text = IncludeWalk(what="an option file").read(config.path, 0, None, None)
+        head = text.splitlines()[:10]
+    except InputError:
         head = []
     for line in head:
         m = _TARGET.match(line.strip())

@@ -17,6 +17,7 @@ import stat
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,11 +129,16 @@ def lease_server_user() -> RunAs:
     root 0700) this process can ``flock`` exclusively and under which no process runs (an
     orphaned server of a killed run keeps its uid out of the pool until it is reaped). The
     lock dies with the process, so a SIGKILL leaks no lease; the user is created on first
-    use (``useradd --system``, no home, no shell) and kept, as ``pmemadv`` is."""
+    use (``useradd --system``, no home, no shell) and kept, as ``pmemadv`` is.
+
+    A uid that an instance record still names is skipped too: a record is dropped only when
+    all of its instance's files are gone, so while a tree is kept for inspection (a planted
+    file refused), left by a SIGKILLed run or not fully removed, the uid that owns it is not
+    handed to the next instance, which could otherwise reach the tree; the reaper frees it."""
     if not pooled():
         return server_user()
     leases = trusted_dir(CACHE_ROOT / "uid-leases", "uid lease directory", mode=0o700)
-    busy = _uids_with_processes()
+    busy = _uids_with_processes() | uids_with_trees()
     with_fd = os.open(leases, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     size = uid_pool_size()
     try:
@@ -158,8 +164,10 @@ def lease_server_user() -> RunAs:
     finally:
         os.close(with_fd)
     raise EnvironmentProblem(f"all {size} server uids ({DEFAULT_SERVER_USER}-0 .. "
-                             f"-{size - 1}) are in use by live instances",
-                             hint="stop some runs, or raise PMEM_ADVISOR_UID_POOL")
+                             f"-{size - 1}) are in use by live instances or own trees kept "
+                             "for inspection",
+                             hint="stop some runs, remove kept trees (pmem-advisor instances "
+                                  "reap), or raise PMEM_ADVISOR_UID_POOL")
 
 
 def release_server_user(user: RunAs) -> None:
@@ -167,6 +175,24 @@ def release_server_user(user: RunAs) -> None:
     fd = _leases.pop(user.uid, None)
     if fd is not None:
         os.close(fd)
+
+
+# Server uids named by an instance or scratch record (whose files, that uid's, may still be
+# there): instances.registry, which imports this module, installs its reader at import
+# (set_tree_uids); every caller that leases a uid has imported it. Unset, no uid is leased.
+_tree_uids: Callable[[], set[int]] | None = None
+
+
+def set_tree_uids(reader: Callable[[], set[int]]) -> None:
+    global _tree_uids
+    _tree_uids = reader
+
+
+def uids_with_trees() -> set[int]:
+    if _tree_uids is None:
+        raise RuntimeError("internal: instances.registry is not loaded: the uids that own "
+                           "kept trees are unknown, so none is leased")
+    return _tree_uids()
 
 
 def _uids_with_processes() -> set[int]:

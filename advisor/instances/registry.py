@@ -43,6 +43,7 @@ from pmem_advisor.fileio import (
     unlink_at,
     write_file_safely,
 )
+from pmem_advisor.instances import privileges
 from pmem_advisor.instances.privileges import CACHE_ROOT
 from pmem_advisor.instances.trust import trusted_dir, why_untrusted
 
@@ -128,6 +129,16 @@ def new_record(**kw: Any) -> Record:
     rec = Record(**kw)
     rec.owner_started = _process_started(rec.owner_pid) or 0.0
     return rec
+
+
+def uids_with_trees() -> set[int]:
+    """Server uids named by a record of the state directory: a record is dropped only when
+    all of its files are gone, so that uid may still own a tree (kept for inspection, left by
+    a killed run): the uid pool leases none of them (privileges.lease_server_user)."""
+    return {r.server_uid for r in load_all() if r.server_uid}
+
+
+privileges.set_tree_uids(uids_with_trees)
 
 
 def trusted_state_dir() -> Path:
@@ -375,10 +386,12 @@ def reap_stale(notes: list[str] | None = None) -> list[Record]:
 
 
 def register_scratch(path: str | Path | None = None, *, what: str,
-                     parent: str | Path | None = None, mode: int = 0o755) -> Record:
+                     parent: str | Path | None = None, mode: int = 0o755,
+                     server_uid: int | None = None) -> Record:
     """Create a scratch directory (``path``, which must not exist, or a fresh one in
     ``parent``/$TMPDIR) with our marker, and record it so that the next reaper removes it if
-    this process dies without ``release_scratch`` (SIGKILL, power loss)."""
+    this process dies without ``release_scratch`` (SIGKILL, power loss). ``server_uid``: the
+    pool uid the scratch is handed to (the uid pool skips it while the record stays)."""
     import tempfile
     import uuid
 
@@ -395,7 +408,8 @@ def register_scratch(path: str | Path | None = None, *, what: str,
         _write_marker_at(fd, rec_id)
         rec = new_record(id=rec_id, engine="", flavour="", version="", bindir="",
                          workdir=str(made), data_dir=str(made), wal_dir=None,
-                         socket_dir=str(made), remove=[str(made)], kind="scratch", what=what)
+                         socket_dir=str(made), remove=[str(made)], kind="scratch", what=what,
+                         server_uid=server_uid)
         save(rec)
     except BaseException:
         os.close(fd)
@@ -421,8 +435,10 @@ class RunScratch:
     next reaper removes it after a SIGKILL; ``close`` (idempotent), exit, SIGTERM and SIGHUP
     remove it."""
 
-    def __init__(self, parent: str | Path | None, what: str, mode: int = 0o700) -> None:
-        self.record = register_scratch(what=what, parent=parent, mode=mode)
+    def __init__(self, parent: str | Path | None, what: str, mode: int = 0o700, *,
+                 server_uid: int | None = None) -> None:
+        self.record = register_scratch(what=what, parent=parent, mode=mode,
+                                       server_uid=server_uid)
         self.path = Path(self.record.workdir)
         self.closed = False
 

@@ -15,7 +15,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from pmem_advisor.connection import parse_dsn, redact_dsn, scrub
 from pmem_advisor.errors import EnvironmentProblem, UsageError
-from pmem_advisor.fileio import ensure_dir, refuse_planted_entries
+from pmem_advisor.fileio import private_db_file
 from pmem_advisor.mysql_driver import storage_url as mysql_storage_url
 
 STUDY_FILE = "study.db"
@@ -61,11 +61,12 @@ def open_storage(url: str, *, heartbeat_s: int = HEARTBEAT_S) -> RDBStorage:
     """An Optuna RDB storage with heartbeats; ``UsageError`` if it cannot be reached."""
     given, url = url, engine_url(url)
     if url.startswith("sqlite:///"):
-        where = Path(url[len("sqlite:///"):]).parent
-        # SQLite opens the study and its journals by name: their directory is made by
-        # descriptor and checked for planted names first (fileio.refuse_planted_entries)
-        ensure_dir(where)
-        refuse_planted_entries(where, "study directory")
+        # SQLite opens the study and its journals by name: their directory must be root's
+        # (made 0700 when missing), nothing planted there, the study file 0600 (its journals
+        # take its mode): fileio.private_db_file
+        db = url[len("sqlite:///"):].partition("?")[0]
+        if db and db != ":memory:":
+            private_db_file(db)
     try:
         with warnings.catch_warnings():  # heartbeat arguments are flagged experimental
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)

@@ -97,6 +97,60 @@ def test_a_uid_a_process_still_runs_as_is_not_leased(pooled):
         sleeper.wait()
 
 
+def test_a_uid_whose_kept_tree_is_still_there_is_not_leased_again(pooled):
+    """A refused instance keeps its tree for inspection (a FIFO its server's uid planted where
+    root writes the include): the uid that owns the tree goes back to no one while the record
+    stays, so the next instance runs as another uid and cannot reach the kept tree; once the
+    reaper removed the tree (and the record) the uid is free again."""
+    from pmem_advisor.fileio import PlantedFile
+    from pmem_advisor.instances import registry
+
+    server = find_server("pg-debian")
+    inst = create_instance(server)
+    try:
+        inst.initialize()
+        kept = inst.user
+        include = inst.data_dir / "pmem-advisor.conf"
+        as_uid(kept, "import os, sys\ntry: os.unlink(sys.argv[1])\nexcept OSError: pass\n"
+               "os.mkfifo(sys.argv[1])", str(include))
+        with pytest.raises(PlantedFile):
+            inst.start("shared_buffers = '32MB'\n")
+    finally:
+        inst.destroy()
+    rec = next(r for r in registry.load_all() if r.id == inst.id)
+    try:
+        assert rec.kept and (inst.data_dir / "PG_VERSION").is_file()  # kept for inspection
+        assert kept.uid not in privileges._leases  # its lease was given back, yet
+        assert kept.uid in privileges.uids_with_trees()
+        with create_instance(server) as nxt:
+            assert nxt.user.uid != kept.uid
+            assert as_uid(nxt.user, TRY_REACH, str(inst.home), str(inst.data_dir)).split(
+                "\n")[:4] == ["list home: refused", "list data: refused",
+                              "read PG_VERSION: refused", "create in home: refused"]
+    finally:
+        assert registry.reap(rec) == []
+    assert not inst.home.exists()
+    assert kept.uid not in privileges.uids_with_trees()
+
+
+def test_a_uid_a_scratch_record_names_is_not_leased_until_the_scratch_is_gone(pooled,
+                                                                               tmp_path):
+    """A RocksDB study's scratch (golden and trial trees handed to its uid) left by a killed
+    run: its record names the uid, which stays out of the pool until the scratch is removed."""
+    from pmem_advisor.instances import registry
+
+    first = privileges.lease_server_user()
+    scratch = registry.RunScratch(tmp_path, "a study's scratch", server_uid=first.uid)
+    try:
+        privileges.release_server_user(first)  # the lease alone would free it now
+        second = privileges.lease_server_user()
+        privileges.release_server_user(second)
+        assert second.uid != first.uid
+    finally:
+        scratch.close()
+    assert first.uid not in privileges.uids_with_trees()
+
+
 def test_a_pinned_server_user_is_shared_as_before(other_user, monkeypatch):
     monkeypatch.setattr(privileges, "SERVER_USER", other_user.pw.pw_name)
     assert not privileges.pooled()

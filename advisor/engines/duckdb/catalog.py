@@ -45,6 +45,7 @@ def ram_bytes() -> int:
     """The RAM DuckDB sizes its 80% default from: physical memory, or a tighter cgroup limit."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     try:
+        # by-name-safe: cgroupfs, written only by root and the kernel, no server's tree
         text = open("/sys/fs/cgroup/memory.max", encoding="ascii").read().strip()
         if text.isdigit():
             total = min(total, int(text))

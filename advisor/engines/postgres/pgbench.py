@@ -18,11 +18,13 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pmem_advisor.connection import ConnInfo
 from pmem_advisor.errors import EnvironmentProblem, UsageError
+from pmem_advisor.fileio import child_path, held_parent, held_temp_dir, open_checked
 from pmem_advisor.workloads.base import (
     Workload,
     WorkloadResult,
@@ -85,53 +87,73 @@ def parse_pgbench_summary(text: str) -> dict[str, Any]:
     return out
 
 
-def first_log_epoch(paths: list[Path]) -> float | None:
+def _opened_logs(paths: list[Path] | list[str], dir_fd: int | None) -> Iterator[TextIO]:
+    """Each log as a text file, opened through fileio (issue 50): relative to the held
+    ``dir_fd`` when given (names), else relative to a held descriptor of its parent; never
+    through a link, never blocking on a FIFO, a regular file of one name owned by root or us
+    only (anything else is fileio.PlantedFile, one line naming it and its owner)."""
+    for path in paths:
+        if dir_fd is None:
+            with held_parent(path, "read") as (pfd, name):
+                fd = open_checked(pfd, name, str(path))
+        else:
+            fd = open_checked(dir_fd, str(path), str(path))
+        with os.fdopen(fd, errors="replace") as f:
+            yield f
+
+
+def log_names(dir_fd: int) -> list[str]:
+    """pgbench's per-transaction logs (``txn.<pid>[.<thread>]``) in the held directory."""
+    with os.scandir(dir_fd) as it:
+        return sorted(e.name for e in it if e.name.startswith("txn"))
+
+
+def first_log_epoch(paths: list[Path] | list[str], dir_fd: int | None = None) -> float | None:
     """The earliest completion time (epoch seconds) in pgbench per-transaction logs."""
     first = None
-    for path in paths:
-        with open(path, errors="replace") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) >= 6 and parts[4].isdigit() and parts[5].isdigit():
-                    t = int(parts[4]) + int(parts[5]) / 1e6
-                    first = t if first is None or t < first else first
-                    break  # each client's log is in time order
+    for f in _opened_logs(paths, dir_fd):
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6 and parts[4].isdigit() and parts[5].isdigit():
+                t = int(parts[4]) + int(parts[5]) / 1e6
+                first = t if first is None or t < first else first
+                break  # each client's log is in time order
     return first
 
 
-def parse_transaction_logs(paths: list[Path], since_epoch: float | None = None
-                           ) -> dict[str, Any]:
+def parse_transaction_logs(paths: list[Path] | list[str], since_epoch: float | None = None,
+                           dir_fd: int | None = None) -> dict[str, Any]:
     """Latency percentiles (ms) from pgbench per-transaction logs (only the transactions that
     completed at or after ``since_epoch`` when given: the steady part of the run).
 
     Line: ``client_id transaction_no time script_no time_epoch time_us [schedule_lag] ...``;
-    ``time`` is the latency in microseconds, or ``failed``/``skipped``.
+    ``time`` is the latency in microseconds, or ``failed``/``skipped``. ``dir_fd``: the
+    paths are names in that held directory.
     """
     counts: dict[float, int] = {}
     done = failed = skipped = 0
-    for path in paths:
-        with open(path, errors="replace") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) < 6:
-                    continue
-                if since_epoch is not None and parts[4].isdigit() and parts[5].isdigit() and \
-                        int(parts[4]) + int(parts[5]) / 1e6 < since_epoch:
-                    continue
-                if parts[2] == "failed":
-                    failed += 1
-                    continue
-                if parts[2] == "skipped":
-                    skipped += 1
-                    continue
-                try:
-                    us = int(parts[2])
-                except ValueError:
-                    continue
-                # 10 us resolution keeps the table small without visible loss at p50..p99.
-                ms = round(us / 1000.0, 2)
-                counts[ms] = counts.get(ms, 0) + 1
-                done += 1
+    for f in _opened_logs(paths, dir_fd):
+        for line in f:
+            parts = line.split()
+            if len(parts) < 6:
+                continue
+            if since_epoch is not None and parts[4].isdigit() and parts[5].isdigit() and \
+                    int(parts[4]) + int(parts[5]) / 1e6 < since_epoch:
+                continue
+            if parts[2] == "failed":
+                failed += 1
+                continue
+            if parts[2] == "skipped":
+                skipped += 1
+                continue
+            try:
+                us = int(parts[2])
+            except ValueError:
+                continue
+            # 10 us resolution keeps the table small without visible loss at p50..p99.
+            ms = round(us / 1000.0, 2)
+            counts[ms] = counts.get(ms, 0) + 1
+            done += 1
     return {
         "latency_ms": percentiles_from_histogram(list(counts.items())),
         "logged": done,
@@ -193,21 +215,24 @@ class PgbenchWorkload(Workload):
             self._pgbench(conn, [*common, "-T", str(warm)], what=f"{self.name} warm-up",
                           timeout=warm + 120)
         length = warm + measure if steady else measure
-        with tempfile.TemporaryDirectory(prefix="pmem-advisor-pgbench-",
-                                         dir=self.scratch_dir) as tmp:
+        # The logs go to a private directory held by descriptor: pgbench gets it as its cwd
+        # through /proc (the inode we made, not a name) and writes relative names; they are
+        # read back relative to that descriptor (issue 50: no name of a tree reused).
+        with held_temp_dir(self.scratch_dir or tempfile.gettempdir(),
+                           "pmem-advisor-pgbench-") as tfd:
             argv = [pgbench_binary(conn), *connection_args(conn), *common, "-T", str(length),
-                    "--progress=1", "--log", "--log-prefix", f"{tmp}/txn", conn.dbname]
+                    "--progress=1", "--log", "--log-prefix", "txn", conn.dbname]
             run = stream(argv, what=f"{self.name} run", timeout=length + 120,
-                         on_sample=self.on_interim, env=tool_env(conn), cwd=tmp,
+                         on_sample=self.on_interim, env=tool_env(conn), cwd=child_path(tfd),
                          report_stream="stderr")
-            paths = sorted(Path(tmp).glob("txn*"))
+            names = log_names(tfd)
             window = steady_window(run.samples, warm if steady else 0, detect=steady)
             summary = ({} if run.stopped_early else parse_pgbench_summary(run.stdout))
             since = None
             if steady and window.cut:
-                t0 = first_log_epoch(paths)
+                t0 = first_log_epoch(names, tfd)
                 since = None if t0 is None else t0 - 1.0 + window.cut
-            logs = parse_transaction_logs(paths, since)
+            logs = parse_transaction_logs(names, since, tfd)
         tps = window.tps if steady or run.stopped_early else summary["tps"]
         if tps is None and summary:  # too short for one progress report: the summary's
             tps = summary["tps"]

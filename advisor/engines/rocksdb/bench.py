@@ -90,8 +90,9 @@ class RocksDBEvaluator(Evaluator):
         # Everything lives in one scratch directory on the data directory's filesystem, so
         # the golden copy and the trial copies are on the medium being measured.
         try:
-            self._scratch = RunScratch(root, "rocksdb tune scratch: golden and trial databases",
-                                       mode=0o711)
+            self._scratch = RunScratch(
+                root, "rocksdb tune scratch: golden and trial databases", mode=0o711,
+                server_uid=self.user.uid if self.user.privileged else None)
         except BaseException:
             release_server_user(self.user)
             raise
