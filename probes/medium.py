@@ -95,14 +95,38 @@ def scratch_parent(path: str) -> str:
         if parent == current:
             break
         current = parent
+    chosen = current
     parent = os.path.dirname(current)
     try:
         if parent != current and not os.path.ismount(current) \
                 and os.stat(parent).st_dev == os.stat(current).st_dev:
-            return parent
+            chosen = parent
     except OSError:
         pass
-    return current
+    if os.access(chosen, os.W_OK | os.X_OK):
+        return chosen
+    return writable_on_same_filesystem(current) or chosen
+
+
+def writable_on_same_filesystem(directory: str) -> str | None:
+    """A directory we may write on the filesystem of ``directory`` (the same ``st_dev``, so the
+    same device), for an ordinary user who cannot write beside the path (``/``, a server's
+    ``/var/lib/...``): the temporary directories, then the home directory. None when there
+    is none: the measurement then fails saying why."""
+    import tempfile
+
+    try:
+        dev = os.stat(directory).st_dev
+    except OSError:
+        return None
+    for cand in (tempfile.gettempdir(), "/var/tmp", "/tmp", os.path.expanduser("~")):
+        try:
+            if os.path.isdir(cand) and os.stat(cand).st_dev == dev \
+                    and os.access(cand, os.W_OK | os.X_OK):
+                return os.path.abspath(cand)
+        except OSError:
+            continue
+    return None
 
 
 def _check_parent(directory: str) -> None:

@@ -186,6 +186,9 @@ def settle(entry: dict, *, access: SysAccess, measure: bool, override: str | Non
         # The same sentence whether measured now or taken from a cache (outputs stay stable).
         words = measuring.describe(measured) + (f" at {measured['at']}" if measured.get("at")
                                                 else "")
+        away = _measured_elsewhere(entry, measured)
+        if away:  # an ordinary user cannot write beside / or a server's directory
+            words += f", in {away} on the same filesystem"
         entry["medium_note"] = (f"medium: {measured['class']}"
                                 f"{'-class' if measured['class'] == 'nvme' else ''} ({words}; "
                                 f"{_kernel_words(entry)})")
@@ -196,6 +199,19 @@ def settle(entry: dict, *, access: SysAccess, measure: bool, override: str | Non
                             f"medium; not measured: {skip_reason}; measure on the machine or "
                             "pass --medium PATH=hdd|ssd|nvme)")
     return entry
+
+
+def _measured_elsewhere(entry: dict, measured: dict) -> str | None:
+    """The scratch directory of a measurement made away from the path (not one of its
+    ancestors): the writable directory on the same filesystem an ordinary user measured in."""
+    where = measured.get("directory")
+    path = entry.get("resolved") or entry.get("path")
+    if not isinstance(where, str) or not isinstance(path, str):
+        return None
+    where, path = os.path.normpath(where), os.path.normpath(path)
+    if path == where or path.startswith(where.rstrip("/") + "/"):
+        return None
+    return where
 
 
 def _kernel_text(entry: dict) -> str:

@@ -30,6 +30,14 @@ def pytest_configure(config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_runtest_setup(item) -> None:
+    """``@pytest.mark.needs_root("why")``: skipped as an ordinary user with "needs root: why"."""
+    for mark in item.iter_markers("needs_root"):
+        from tests.sandbox import require_root
+
+        require_root(mark.args[0] if mark.args else "it runs as root only")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def sandbox() -> Path:
     """Every managed instance of the run lives under one base; nothing may remain after."""

@@ -334,6 +334,7 @@ def _use_server(t: CheckTarget, dsn: str, db: str | None, *, elsewhere_ok: bool,
         t.data_dir = t.data_dir or server["data_dir"]
         t.wal_dir = t.wal_dir or server["wal_dir"]
         t.pid = server["pid"]
+        notes.extend(server.get("notes") or ())  # what an ordinary user could not read
     elif not elsewhere_ok:
         notes.append("the server runs on another host: its paths, memory and PMEM are not "
                      "this host's; run `pmem-advisor probe --save` there and pass --profile")

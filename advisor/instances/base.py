@@ -444,6 +444,7 @@ class Instance(ABC):
             log = self._held_log()
             offset = log.size()
             births = self.cgroup.births() if self.cgroup is not None else nullcontext()
+            _open_files_up_to_the_hard_limit()
             try:
                 with births:  # the server is born in its cgroup
                     # Started with the signals held: a Ctrl-C in Popen would leave a server that
@@ -754,6 +755,23 @@ class Instance(ABC):
             if m:
                 return " ".join(m.group(0).split())
         return None
+
+
+def _open_files_up_to_the_hard_limit() -> None:
+    """The open-files soft limit raised to the hard one, as a service manager starts a server
+    (systemd's LimitNOFILE), and inherited by the server we start. A login shell's soft limit
+    is 1024: MariaDB started by an ordinary user under it cuts table_open_cache (2000 asked,
+    421 run) and runs a config that is not the one asked for; root's server raises its own."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else 1 << 20  # the kernel's nr_open
+    if soft == resource.RLIM_INFINITY or soft >= target:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):
+        pass  # a container's limit: the server says what it runs (its settings)
 
 
 def _end_group(proc: subprocess.Popen) -> None:

@@ -45,20 +45,32 @@ def is_local(dsn: str, engine: str) -> bool:
 def _read_pg(dsn: str) -> dict:
     import psycopg
 
+    notes: list[str] = []
     with psycopg.connect(dsn, connect_timeout=5, autocommit=True) as conn:
         rows = conn.execute("SELECT name, setting FROM pg_settings").fetchall()
         settings = {n.lower(): v for n, v in rows}
         status = _pg_status(conn, int(settings.get("server_version_num") or 0))
-    data = settings.get("data_directory")
-    pid = _pid_file(os.path.join(data, "postmaster.pid")) if data else None  # the postmaster:
-    # our own backend (pg_backend_pid) is gone once we disconnect
+        data = settings.get("data_directory")
+        pid_file = os.path.join(data, "postmaster.pid") if data else None
+        pid = _pid_file(pid_file) if pid_file else None  # the postmaster: our own backend
+        # (pg_backend_pid) is gone once we disconnect
+        if pid is None and pid_file and is_local(dsn, "postgres"):
+            # an ordinary user cannot enter the data directory (0700): the postmaster is the
+            # parent of our backend, which the kernel tells while we are connected
+            backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+            pid = _server_process(int(backend), "PPid", data)
+            notes.append(_pid_note(pid_file, pid, f"the parent of our backend {backend}"))
     wal = os.path.join(data, "pg_wal") if data else None
     if wal and os.path.islink(wal):
         wal = os.path.realpath(wal)
+    elif wal and not _can_enter(data):
+        notes.append(f"{data} cannot be entered as uid {os.geteuid()}: pg_wal is taken to be "
+                     "in it (a link elsewhere would not be seen); run as root or the server's "
+                     "user, or pass --wal-dir")
     version = settings.get("server_version", "").split()[0] or None
     return {"engine": "postgres", "flavour": "postgresql", "version": version,
             "settings": settings, "status": status, "data_dir": data, "wal_dir": wal,
-            "pid": pid}
+            "pid": pid, "notes": notes}
 
 
 def _pg_status(conn, version_num: int) -> dict:
@@ -111,17 +123,37 @@ def _read_mysql(dsn: str) -> dict:
             cur, "mariadb" in settings.get("version", "").lower())
         if no_password is not None:
             status["accounts_without_password"] = no_password
+        data = settings.get("datadir", "").rstrip("/") or None
+        pid_file = settings.get("pid_file", "")
+        pid = _pid_file(pid_file)
+        notes: list[str] = []
+        if pid is None and pid_file and is_local(dsn, "mysql"):
+            # an ordinary user cannot read the pid file (0660): MariaDB names the kernel
+            # thread of our connection (PROCESSLIST.TID), whose thread group is the server
+            tid = _mysql_thread_id(cur)
+            if tid is not None:
+                pid = _server_process(tid, "Tgid", data)
+                notes.append(_pid_note(pid_file, pid, f"the process of our connection's "
+                                                      f"thread {tid}"))
         cur.close()
     finally:
         conn.close()
     ver = settings.get("version", "")
-    data = settings.get("datadir", "").rstrip("/") or None
     home = settings.get("innodb_log_group_home_dir") or "./"
     wal = os.path.normpath(os.path.join(data, home)) if data else None
-    pid = _pid_file(settings.get("pid_file", ""))
     return {"engine": "mysql", "flavour": "mariadb" if "mariadb" in ver.lower() else "mysql",
             "version": re.split(r"[-+]", ver)[0] or None, "settings": settings,
-            "status": status, "data_dir": data, "wal_dir": wal, "pid": pid}
+            "status": status, "data_dir": data, "wal_dir": wal, "pid": pid, "notes": notes}
+
+
+def _mysql_thread_id(cur) -> int | None:
+    """The kernel thread serving this connection (MariaDB 10.5+); None elsewhere (MySQL)."""
+    try:
+        cur.execute("SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()")
+        row = cur.fetchone()
+        return int(_text(row[0])) if row and row[0] is not None else None
+    except Exception:  # noqa: BLE001 - no TID column (MySQL): the pid stays unknown
+        return None
 
 
 # Accounts that log in with an empty password (MySQLTuner's first security check), locked
@@ -165,12 +197,55 @@ def _pg_trust_rules(conn) -> list[str] | None:
 
 
 def _pid_file(path: str) -> int | None:
-    """The pid on the first line of a server's pid file (None when unreadable: another host)."""
+    """The pid on the first line of a server's pid file (None when unreadable: another host,
+    or a directory an ordinary user may not enter)."""
     # The server's user writes it: read without following a link or blocking on a FIFO
     try:
         return int(read_text_nofollow(path, limit=4096).splitlines()[0].strip())
-    except (OSError, ValueError, IndexError, UsageError):
+    except (OSError, ValueError, IndexError, UsageError, EnvironmentProblem):
         return None
+
+
+def _can_enter(directory: str) -> bool:
+    return os.access(directory, os.X_OK)
+
+
+def _proc_fields(pid: int) -> dict[str, str]:
+    """/proc/PID/status as {key: value} (readable by every user); {} when it is gone."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as f:  # by-name-safe: procfs
+            for line in f:
+                key, _, value = line.partition(":")
+                out[key] = value.strip()
+    except OSError:
+        return {}
+    return out
+
+
+def _server_process(pid: int, field: str, data_dir: str | None) -> int | None:
+    """The server's pid from a process of ours the server told us of (``field``: PPid of a
+    PostgreSQL backend, Tgid of a MariaDB thread), accepted only when that process runs as
+    the owner of the server's data directory: a server in another pid namespace (a
+    container) names a pid that is not its own here."""
+    found = _proc_fields(pid).get(field)
+    if not found or not found.isdigit() or not data_dir:
+        return None
+    try:
+        owner = os.stat(data_dir).st_uid
+    except OSError:
+        return None
+    server = int(found)
+    uid = _proc_fields(server).get("Uid", "").split()
+    return server if uid and uid[0].isdigit() and int(uid[0]) == owner else None
+
+
+def _pid_note(pid_file: str, pid: int | None, how: str) -> str:
+    who = f"uid {os.geteuid()}"
+    if pid is None:
+        return (f"{pid_file} is not readable as {who} and the server's process could not be "
+                "told otherwise: its CPU and memory-node binding is not read")
+    return f"{pid_file} is not readable as {who}: the server's pid {pid} is {how} (/proc)"
 
 
 def _text(value) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.sandbox import processes_under
+from tests.sandbox import processes_under, require_root
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="fault injection runs as root")
 
@@ -134,6 +134,7 @@ def tmpfs(tmp_path):
     mounted: list[Path] = []
 
     def mount(size: str = "1m") -> Path:
+        require_root("mounting a tmpfs")
         d = tmp_path / f"tmpfs{len(mounted)}"
         d.mkdir()
         r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs",

@@ -15,8 +15,7 @@ from tests.sandbox import other_uid
 
 NOBODY = other_uid()  # tests/sandbox.py: the shared other user
 # a file "another user wrote" is made by chown, which only root may do
-as_root = pytest.mark.skipif(os.geteuid() != 0,
-                             reason="needs root: only root can make a file another user owns")
+as_root = pytest.mark.needs_root("only root can make a file another user owns")
 
 
 @pytest.fixture(scope="module")

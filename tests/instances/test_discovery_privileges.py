@@ -15,6 +15,7 @@ from pmem_advisor import fileio
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.instances import create_instance, discover_servers, pick_server, privileges
 from tests.instances.conftest import find_server
+from tests.sandbox import require_root
 
 
 def test_postgres_servers_best_first_embedded_leads():
@@ -54,8 +55,7 @@ def test_pick_server_filters_and_explains():
 
 
 def _root_only():
-    if os.geteuid() != 0:
-        pytest.skip("needs root (the server user switch only happens as root)")
+    require_root("the server user switch only happens as root")
 
 
 def test_reachability_follows_modes():

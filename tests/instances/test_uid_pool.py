@@ -16,7 +16,7 @@ from pmem_advisor.instances import create_instance, privileges
 from tests.instances.conftest import find_server
 
 pytestmark = [pytest.mark.server,
-              pytest.mark.skipif(os.geteuid() != 0, reason="uids of their own need root")]
+              pytest.mark.needs_root("uids of their own")]
 
 PYTHON = "/usr/bin/python3"
 

@@ -28,8 +28,8 @@ from pmem_advisor.instances import privileges
 from tests.instances.conftest import CANARY_TEXT
 
 pytestmark = [pytest.mark.server,
-              pytest.mark.skipif(os.geteuid() != 0, reason="the attacks need root running "
-                                 "the evaluator and another user attacking")]
+              pytest.mark.needs_root("the evaluator runs as root, another user "
+                                                "attacks")]
 
 
 

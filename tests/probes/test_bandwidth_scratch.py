@@ -13,13 +13,13 @@ import pytest
 from pmem_advisor.errors import EnvironmentProblem, UsageError
 from pmem_advisor.probes.bandwidth import scratch, topology
 from pmem_advisor.probes.bandwidth.plan import MIB
+from tests.sandbox import require_root
 
 
 @contextlib.contextmanager
 def tmpfs(tmp_path: Path, options: str):
     """A private tmpfs mount (root only); skips when mounting is not allowed here."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
+    require_root("mounting a tmpfs")
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mnt)],

@@ -26,7 +26,7 @@ from pmem_advisor.instances import registry, trust
 from pmem_advisor.instances.trust import UntrustedPath
 from tests.sandbox import other_uid
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the trust boundary matters as root")
+pytestmark = pytest.mark.needs_root("the trust boundary matters as root")
 
 NOBODY = other_uid()  # tests/sandbox.py: the shared other user
 

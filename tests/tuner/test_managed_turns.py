@@ -91,8 +91,7 @@ def _family(data: Path) -> list[psutil.Process]:
 @pytest.mark.server
 @pytest.mark.slow
 # Turns are the evaluator's, not the engine's: PostgreSQL proves them in make test; the
-# MariaDB variant runs in test-all (MariaDB's tune path stays in make test:
-# test_managed.py::test_tiny_tune_mariadb).
+# MariaDB variant runs in test-all, as test_managed.py::test_tiny_tune_mariadb does.
 @pytest.mark.parametrize("engine_name", [
     pytest.param(e, marks=pytest.mark.long) if e != "postgres" else e for e in sorted(ENGINES)])
 def test_three_configs_in_turns_one_refused(shm_dir, engine_name):

@@ -17,6 +17,7 @@ from pmem_advisor.tuner.evaluator import Evaluator, Measurement, TrialConfig
 from pmem_advisor.tuner.session import choose_scale, parse_duration
 from pmem_advisor.tuner.target import RESERVED_CONNECTIONS, production_target
 from pmem_advisor.workloads.registry import get_workload
+from tests.sandbox import require_root
 
 MB, GB = 1 << 20, 1 << 30
 
@@ -198,8 +199,9 @@ def _mount_tmpfs(path: Path, options: str) -> bool:
                          ids=["read-only", "full"])
 def test_unwritable_out_is_exit_3(run_cli, tmp_path, options, fill):
     """Item 10: a full or read-only --out was exit 70."""
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("needs root to mount a small tmpfs")
+    require_root("mounting a small tmpfs")
+    if not shutil.which("mount"):
+        pytest.skip("no mount(8) to mount a small tmpfs")
     out = tmp_path / "out"
     if not _mount_tmpfs(out, options):
         pytest.skip("cannot mount tmpfs here")
