@@ -101,6 +101,7 @@ class Arm:
     capacity: int | None  # bytes
     fast: frozenset[str]  # objects on the fast tier
     runs: list[float | None] = field(default_factory=list)
+    limits: list[int] = field(default_factory=list)  # the server's memory limit in each run
 
     @property
     def label(self) -> str:
@@ -198,7 +199,8 @@ def summarise(arms: Sequence[Arm], alpha: float = ALPHA) -> list[dict[str, Any]]
         m = median_ci(a.runs, 1 - alpha)
         row: dict[str, Any] = {"arm": a.label, "name": a.name, "pct": a.pct,
                                "capacity": a.capacity, "objects_on_fast": sorted(a.fast),
-                               "runs": a.runs, **{f"tps_{k}": v for k, v in m.items()}}
+                               "runs": a.runs, "memory_limits": a.limits,
+                               **{f"tps_{k}": v for k, v in m.items()}}
         row["share_of_all_fast"] = (m["median"] / fast if fast and m["median"] else None)
         row["gap_closed"] = ((m["median"] - slow) / (fast - slow)
                              if fast and slow and m["median"] and fast != slow else None)
@@ -394,6 +396,7 @@ class Bench:
     sizes: dict[str, int] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
     background: subprocess.Popen | None = None
+    limit_bytes: int = 0  # the memory cgroup's limit for the current arm
 
     # -- set-up ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -562,7 +565,8 @@ class Bench:
         file_cache = stat.get("total_active_file", stat.get("active_file", 0)) + stat.get(
             "total_inactive_file", stat.get("inactive_file", 0))
         held = self.memcg.usage_bytes() - file_cache
-        self._limit(held + (self.args.cache_mb << 20))
+        self.limit_bytes = held + (self.args.cache_mb << 20)
+        self._limit(self.limit_bytes)
         self.cap.on()
         return time.monotonic() - t0
 
@@ -626,8 +630,10 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                     log(f"round {rnd + 1} {arm.label}: failed: {e}")
                     tps = None
                 arm.runs.append(tps)
+                arm.limits.append(b.limit_bytes)
                 log(f"round {rnd + 1}/{args.rounds} {arm.label:<12} "
                     f"{'-' if tps is None else f'{tps:8.0f}'} tps (moves {moved:.1f} s, "
+                    f"memory limit {b.limit_bytes / 2**20:.0f} MiB, "
                     f"load {os.getloadavg()[0]:.1f})")
         rows = summarise(arms)
     finally:
