@@ -35,7 +35,8 @@ the paired t-test on per-round log ratios against greedy and random at the same 
 (``tuner.stats.compare_paired``).
 
 Needs root (loop devices, mounts, cgroups). A run killed with SIGKILL can leave the loop
-device mounted (``losetup -a`` shows the image under /tmp/pmem-advisor-place-*).
+device mounted (``losetup -a`` shows the image under /tmp/pmem-advisor-place-slow-*) and an
+empty blkio group ``pmem-advisor-place-<pid>`` (the memory group is reaped by the next run).
 """
 
 from __future__ import annotations
