@@ -123,7 +123,7 @@ test-kernel: install
 
 # Per-object placement (issue 52): the advisor's plan against size-greedy and random at 10/25/50%
 # capacity, tmpfs standing in for PMEM, a loop device with a cgroup read cap as the slow tier.
-# Needs root; ~12 min on 2 cores. Results: bench-out/placement.json (docs/placement.md).
+# Needs root; ~9 min on 2 cores (3 rounds). Results: bench-out/placement.json (docs/placement.md).
 bench-place: install
 	$(PY) -m benchmarks.placement $(PLACE_ARGS)
 
