@@ -16,7 +16,7 @@ DEB_PKGS := gcc pkg-config libpmem1 libpmem-dev sysbench fio numactl ndctl daxct
 PYTEST_ARGS ?=
 
 .PHONY: all deps venv install install-demo install-size lint test test-all demo bench bench-probe \
-        golden clean doctor catalogs man install-man bench-cli
+        golden clean doctor catalogs man install-man bench-cli bench-place
 
 all: test
 
@@ -120,6 +120,12 @@ bench-real-target: install
 .PHONY: test-kernel
 test-kernel: install
 	$(PY) -m pytest -m kernel tests/kernel $(PYTEST_ARGS)
+
+# Per-object placement (issue 52): the advisor's plan against size-greedy and random at 10/25/50%
+# capacity, tmpfs standing in for PMEM, a loop device with a cgroup read cap as the slow tier.
+# Needs root; ~9 min on 2 cores (3 rounds). Results: bench-out/placement.json (docs/placement.md).
+bench-place: install
+	$(PY) -m benchmarks.placement $(PLACE_ARGS)
 
 bench-probe: install
 	$(PY) -m benchmarks.probe_bandwidth
