@@ -204,7 +204,7 @@ def _not_movable(cur, facts: dict) -> dict[str, str]:
     why = {}
     names = {(f["schema"], f["table"]): n for n, f in facts.items()}
     for s, t, rs, rt in _rows(cur, "SELECT CONSTRAINT_SCHEMA, TABLE_NAME, "
-                              "REFERENCED_TABLE_SCHEMA, REFERENCED_TABLE_NAME FROM "
+                              "UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME FROM "
                               "information_schema.REFERENTIAL_CONSTRAINTS"):
         for k in ((s, t), (rs, rt)):
             if k in names:
