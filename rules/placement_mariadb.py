@@ -8,9 +8,10 @@ Counters, all from the server:
 - I/O: performance_schema.file_summary_by_instance per .ibd file (read and write operations
   and their bytes: what the medium saw, past the buffer pool), and the logical row operations
   of table_io_waits_summary_by_table as "hits" when that instrument is on;
-- the redo log (innodb_log_file writes, size innodb_log_file_size) and InnoDB's temporary
-  tablespace ibtmp1 (innodb_temp_file) as candidates too; both move by a setting and a
-  restart, not by SQL.
+- the redo log (writes: performance_schema's innodb_log_file where the server has that
+  instrument, else SHOW GLOBAL STATUS Innodb_log_writes, as on MariaDB 10.11; size
+  innodb_log_file_size) and InnoDB's temporary tablespace ibtmp1 (its file's counters) as
+  candidates too; both move by a setting and a restart, not by SQL.
 performance_schema is OFF by default in MariaDB and cannot be switched on without a restart:
 without it there is nothing to place by (exit 3).
 
@@ -127,13 +128,15 @@ def snapshot(cur, datadir: str) -> dict:
             row_io[f"{s}.{t}"] = float(r or 0) + float(w or 0)
     except Exception:  # noqa: BLE001 - the driver's error: the table instrument is optional
         pass
-    (uptime,) = _rows(cur, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
-                      "WHERE VARIABLE_NAME = 'UPTIME'")[0]
+    status = dict(_rows(cur, "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema."
+                        "GLOBAL_STATUS WHERE VARIABLE_NAME IN ('UPTIME', 'INNODB_LOG_WRITES')"))
     log_size, log_home, temp_path = _rows(cur, "SELECT @@innodb_log_file_size, "
                                           "@@innodb_log_group_home_dir, "
                                           "@@innodb_temp_data_file_path")[0]
     return {"at": time.time(), "db": db, "datadir": datadir, "tables": tables,
-            "spaces": spaces, "files": files, "row_io": row_io, "uptime_s": float(uptime),
+            "spaces": spaces, "files": files, "row_io": row_io,
+            "uptime_s": float(status.get("UPTIME") or 0),
+            "log_writes": float(status.get("INNODB_LOG_WRITES") or 0),
             "log_size": int(log_size), "log_home": os.path.normpath(
                 os.path.join(datadir, log_home or "./")), "temp_path": temp_path}
 
@@ -150,13 +153,19 @@ def _counts(snap: dict) -> dict[str, list[float]]:
     for name, filename, _size in snap["spaces"]:
         if filename and "/" in name:
             where[os.path.normpath(os.path.join(snap["datadir"], filename))] = _table_of(name)
+    temp_file = (snap["temp_path"] or "ibtmp1").split(":")[0]
     out: dict[str, list[float]] = {}
     for fname, event, reads, writes, _br, _bw in snap["files"]:
-        key = {LOG: "redo", TEMP: "temp"}.get(event) or where.get(os.path.normpath(fname))
+        # MariaDB 10.11 files ibtmp1 under innodb_data_file, and has no redo log instrument
+        key = ({LOG: "redo", TEMP: "temp"}.get(event)
+               or ("temp" if os.path.basename(fname) == temp_file else None)
+               or where.get(os.path.normpath(fname)))
         if key:
             c = out.setdefault(key, [0.0, 0.0])
             c[0] += float(reads or 0)
             c[1] += float(writes or 0)
+    if "redo" not in out:  # the server's own count of redo log writes (SHOW GLOBAL STATUS)
+        out["redo"] = [0.0, snap["log_writes"]]
     return out
 
 
@@ -265,8 +274,10 @@ def read(dsn: str, server: dict, fast_path: str, *, interval: float | None, tabl
     if interval:
         window = f"interval {interval:g} s"
     else:
-        window = (f"lifetime counters (since the server started {first['uptime_s'] / 3600:.1f}"
-                  " h ago, or performance_schema was truncated)")
+        up = first["uptime_s"]
+        ago = f"{up / 3600:.1f} h" if up >= 3600 else f"{up:.0f} s"
+        window = (f"lifetime counters (since the server started {ago} ago, or "
+                  "performance_schema was truncated)")
         notes.append("counters since the server started, not the current load: give "
                      "--interval SECONDS to plan on what the server does now")
     return Reading(objs, window, notes, existing, "DATA DIRECTORY", COUNTERS, {"tables": facts})
