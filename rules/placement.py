@@ -305,23 +305,14 @@ class Reading:
     extra: dict = field(default_factory=dict)
 
 
-def _engine(name: str):
-    if name == "postgres":
-        from pmem_advisor.rules import placement_postgres as mod
-    elif name == "mariadb":
-        from pmem_advisor.rules import placement_mariadb as mod
-    else:
-        raise UsageError(f"place reads postgres or mariadb, not {name!r}")
-    return mod
-
-
-def plan(engine: str, dsn: str, fast_arg: str, *, slow_path: str | None = None,
+def plan(mod, dsn: str, fast_arg: str, *, slow_path: str | None = None,
          interval: float | None = None, allow_unsafe: bool = False,
          tablespace: str = DEFAULT_TABLESPACE, sleep=time.sleep) -> Plan:
-    """Read the server, measure both tiers and choose; raises one-line errors for bad input."""
+    """Read the server through ``mod`` (rules/placement_postgres.py or placement_mariadb.py:
+    its ``NAME``, ``SERVER``, ``check_dsn`` and ``read``), measure both tiers and choose;
+    raises one-line errors for bad input. The module renders and applies the plan."""
     from pmem_advisor.instances.live import read_server
 
-    mod = _engine(engine)
     mod.check_dsn(dsn)
     fast_path, size = parse_fast(fast_arg)
     fast_path = os.path.abspath(fast_path)
@@ -354,18 +345,8 @@ def plan(engine: str, dsn: str, fast_arg: str, *, slow_path: str | None = None,
                  f"{DP_UNITS} units, sizes rounded up" if method == "exact" else
                  "greedy by saving per byte with the best-single-item fix (>= 1/2 optimum)")
     notes.append(r.counters)
-    return Plan(engine, r.objects, fast, slow, r.window, method, r.tablespace, r.existing,
+    return Plan(mod.NAME, r.objects, fast, slow, r.window, method, r.tablespace, r.existing,
                 notes, unsafe, r.extra)
-
-
-def render_sql(p: Plan) -> str:
-    """The plan as SQL a DBA can run, each statement with the lock it takes and its duration."""
-    return _engine(p.engine).render_sql(p)
-
-
-def apply(dsn: str, p: Plan) -> list[str]:
-    """Run the plan's SQL within the server's own locking rules (--apply); the statements run."""
-    return _engine(p.engine).apply(dsn, p)
 
 
 def duration(size: int, p: Plan) -> str:

@@ -41,6 +41,7 @@ from pmem_advisor.rules.placement import (
     server_can_write,
 )
 
+NAME = "mariadb"  # Plan.engine
 SERVER = "mysql"  # instances.live.read_server's engine
 LOCK_WAIT_S = 10  # --apply: lock_wait_timeout and innodb_lock_wait_timeout, seconds
 NEW, OLD = "__pmem_new", "__pmem_old"  # the rebuild's scratch names

@@ -27,6 +27,7 @@ from pmem_advisor.rules.placement import (
     server_can_write,
 )
 
+NAME = "postgres"  # Plan.engine
 SERVER = "postgres"  # instances.live.read_server's engine
 BLOCK = 8192  # PostgreSQL's block: the unit of its statio counters
 COUNTERS = ("block reads are misses in shared_buffers (the OS cache may have served "

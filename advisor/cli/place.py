@@ -34,10 +34,10 @@ def place_cmd(
 ) -> None:
     """Place objects on the fast tier by the I/O time they would save per byte."""
     from pmem_advisor.connection import resolve_dsn
-    from pmem_advisor.rules import placement
+    from pmem_advisor.rules import placement, placement_mariadb, placement_postgres
 
-    engine = {"postgres": "postgres", "postgresql": "postgres", "mariadb": "mariadb"}.get(
-        db.lower())
+    engine = {"postgres": placement_postgres, "postgresql": placement_postgres,
+              "mariadb": placement_mariadb}.get(db.lower())
     if db.lower() == "mysql":
         raise UsageError("place mysql: not yet (general tablespaces, docs/placement.md); "
                          "postgres and mariadb in this version")
@@ -54,7 +54,7 @@ def place_cmd(
     if fmt == "json":
         print_json(p.as_dict(), SCHEMA)
     elif fmt == "sql":
-        typer.echo(placement.render_sql(p), nl=False)
+        typer.echo(engine.render_sql(p), nl=False)
     else:
         total = sum(o.io for o in p.objects) or 1
         rows = [(o.name, o.kind, o.size, o.tablespace, f"{o.io / total:.1%}",
@@ -67,7 +67,7 @@ def place_cmd(
                    f"{p.fast.read_lat_s * 1e3:.3g} ms vs {p.slow.read_lat_s * 1e3:.3g} ms)"
                    + ("; UNSAFE: non-durable fast tier" if p.unsafe else ""))
     if apply:
-        for stmt in placement.apply(dsn, p):
+        for stmt in engine.apply(dsn, p):
             note(f"applied: {stmt}")
 
 

@@ -167,8 +167,8 @@ def test_interval_plan_puts_the_hot_table_on_the_fast_tier_and_apply_moves_it(
 
     assert schemas.validate(doc) == "pmem-advisor.place/1"
     chosen = {o["name"]: o for o in doc["objects"]}
-    assert chosen[f"`{maria.conninfo.dbname}`.`hot`"]["io"] > 0 and chosen[f"`{maria.conninfo.dbname}`.`hot`"]["on_fast"], doc
-    assert not chosen[f"`{maria.conninfo.dbname}`.`cold`"]["on_fast"]
+    hot_o, cold_o = (chosen[f"`{maria.conninfo.dbname}`.`{t}`"] for t in ("hot", "cold"))
+    assert hot_o["io"] > 0 and hot_o["on_fast"] and not cold_o["on_fast"], doc
     assert doc["engine"] == "mariadb" and doc["window"] == "interval 2 s" and doc["unsafe"]
     assert sum(o["size"] for o in doc["objects"] if o["on_fast"]) <= cap
     assert chosen["redo log"]["kind"] == "wal" and "UNSAFE" in err
@@ -179,9 +179,10 @@ def test_interval_plan_puts_the_hot_table_on_the_fast_tier_and_apply_moves_it(
                              "--apply")
     assert code == 0, err
     assert "since the server started" in err and "LOCK TABLES" in out
-    assert f"DATA DIRECTORY='{fast_dir}'" in out and f"`{maria.conninfo.dbname}`.`cold`" not in out
+    db = maria.conninfo.dbname
+    assert f"DATA DIRECTORY='{fast_dir}'" in out and f"`{db}`.`cold`" not in out
     files = _files(maria)
-    assert files["hot"] == str(fast_dir / maria.conninfo.dbname / "hot.ibd") and os.path.isfile(files["hot"])
+    assert files["hot"] == str(fast_dir / db / "hot.ibd") and os.path.isfile(files["hot"])
     assert os.stat(files["hot"]).st_uid == maria.user.uid
     assert not files["cold"].startswith(str(fast_dir)) and os.path.isfile(files["cold"])
     assert maria.query("SELECT count(*), count(DISTINCT id) FROM hot")[0] == (2000, 2000)
