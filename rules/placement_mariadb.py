@@ -226,6 +226,17 @@ def _not_movable(cur, facts: dict) -> dict[str, str]:
     return why
 
 
+def _only_empty_dirs(path: str) -> bool:
+    """``path`` holds something, and nothing but empty schema directories InnoDB made."""
+    try:
+        with os.scandir(path) as it:
+            entries = list(it)
+        return bool(entries) and all(e.is_dir(follow_symlinks=False)
+                                     and not os.listdir(e.path) for e in entries)
+    except OSError:
+        return False
+
+
 def read(dsn: str, server: dict, fast_path: str, *, interval: float | None, tablespace: str,
          sleep=time.sleep) -> Reading:
     """The candidates over the window; the server and the fast path checked before it."""
@@ -243,6 +254,8 @@ def read(dsn: str, server: dict, fast_path: str, *, interval: float | None, tabl
             existing = fast_path if any(
                 os.path.normpath(os.path.join(datadir, f)).startswith(fast_path + os.sep)
                 for _n, f, _s in first["spaces"] if f) else None
+            if existing is None and _only_empty_dirs(fast_path):
+                existing = fast_path  # left by a rebuild that failed or moved tables back
             server_can_write(fast_path, server["pid"], tablespace=existing)
             if interval:
                 sleep(interval)

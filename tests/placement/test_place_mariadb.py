@@ -194,3 +194,27 @@ def test_interval_plan_puts_the_hot_table_on_the_fast_tier_and_apply_moves_it(
                              f"{fast_dir}:{cap}", "--allow-unsafe", "--format", "sql")
     assert code == 0, err
     assert "LOCK TABLES" not in out and "CREATE TABLE" not in out
+
+
+def test_apply_on_a_busy_table_gives_up_after_the_lock_wait_and_leaves_it_as_it_was(
+        maria, fast_dir, run_cli):
+    """--apply never queues behind a session holding the table: its LOCK TABLES fails after
+    lock_wait_timeout, the scratch copy is dropped, the table stays where it was."""
+    _load(maria, 60)
+    before = _files(maria)
+    holder = maria.connect()
+    try:
+        holder.cursor().execute("LOCK TABLES hot READ")
+        hot, _cold = _sizes(maria)
+        code, out, err = run_cli("place", "mariadb", "--dsn", _dsn(maria), "--fast",
+                                 f"{fast_dir}:{hot + hot // 2}", "--allow-unsafe", "--format",
+                                 "sql", "--apply")
+    finally:
+        holder.close()
+    assert code == 3 and "LOCK TABLES" in err and "left as it was" in err, err
+    assert "Lock wait timeout" in err and len(err.strip().splitlines()) <= 8
+    assert _files(maria) == before and not os.listdir(fast_dir / maria.conninfo.dbname)
+    # the empty schema directory the failed rebuild left is no obstacle to the next plan
+    code, out, err = run_cli("place", "mariadb", "--dsn", _dsn(maria), "--fast",
+                             f"{fast_dir}:{hot + hot // 2}", "--allow-unsafe", "--format", "sql")
+    assert code == 0 and "LOCK TABLES `" in out, err
