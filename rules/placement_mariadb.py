@@ -269,8 +269,10 @@ def read(dsn: str, server: dict, fast_path: str, *, interval: float | None, tabl
                     cur, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE "
                     "TABLE_SCHEMA = %s AND TABLE_NAME = %s AND IS_GENERATED = 'NEVER' ORDER BY "
                     "ORDINAL_POSITION", (f["schema"], f["table"]))]
-                f["blocked"] = blocked.get(name) or ("partitions" if "PARTITION BY" in cur_ddl
-                                                     else None)
+                f["blocked"] = blocked.get(name) or (
+                    "partitions" if "PARTITION BY" in cur_ddl else
+                    None if cur_ddl.startswith(f"CREATE TABLE {_ident(f['table'])} ") else
+                    "SHOW CREATE TABLE not in the backtick form the rebuild copies")
         finally:
             cur.close()
     except (UsageError, EnvironmentProblem):
@@ -282,8 +284,10 @@ def read(dsn: str, server: dict, fast_path: str, *, interval: float | None, tabl
     for o in objs:
         if o.name in facts and facts[o.name]["blocked"]:
             o.movable = False
-    notes = [f"{n}: not moved by SQL ({f['blocked']}: the rebuild's rename would leave it on "
-             "the old table); dump and reload it into a table created with DATA DIRECTORY"
+    notes = [f"{n}: not moved by SQL ({f['blocked']}"
+             + (": the rebuild's rename would leave it on the old table" if f["blocked"] in
+                ("a foreign key", "a trigger") else "")
+             + "); dump and reload it into a table created with DATA DIRECTORY"
              for n, f in facts.items() if f["blocked"]]
     if interval:
         window = f"interval {interval:g} s"

@@ -218,3 +218,25 @@ def test_apply_on_a_busy_table_gives_up_after_the_lock_wait_and_leaves_it_as_it_
     code, out, err = run_cli("place", "mariadb", "--dsn", _dsn(maria), "--fast",
                              f"{fast_dir}:{hot + hot // 2}", "--allow-unsafe", "--format", "sql")
     assert code == 0 and "LOCK TABLES `" in out, err
+
+
+def test_tables_with_foreign_keys_are_left_out_of_the_sql_with_a_note(maria, fast_dir, run_cli):
+    """The rebuild's rename would leave a foreign key on the old table: no SQL, a note."""
+    maria.query("CREATE TABLE parent (id int PRIMARY KEY) ENGINE=InnoDB")
+    maria.query("CREATE TABLE child (id int PRIMARY KEY, p int, FOREIGN KEY (p) REFERENCES "
+                "parent (id)) ENGINE=InnoDB")
+    try:
+        maria.query("INSERT INTO parent SELECT seq FROM seq_1_to_3000")
+        maria.query("INSERT INTO child SELECT seq, seq FROM seq_1_to_3000")
+        _load(maria, 20)
+        code, out, err = run_cli("place", "mariadb", "--dsn", _dsn(maria), "--fast",
+                                 f"{fast_dir}:1G", "--allow-unsafe", "--format", "sql")
+    finally:
+        maria.query("DROP TABLE child")
+        maria.query("DROP TABLE parent")
+    assert code == 0, err
+    db = maria.conninfo.dbname
+    for t in ("parent", "child"):
+        assert f"`{db}`.`{t}`: not moved by SQL (a foreign key" in err
+        assert f"`{t}{'__pmem_new'}`" not in out
+    assert f"`{db}`.`hot__pmem_new`" in out  # the rest of the plan is still emitted
