@@ -180,7 +180,9 @@ def objects(before: dict | None, after: dict) -> tuple[list[Obj], dict]:
         a, b = now.get(key, [0.0, 0.0])[i], old.get(key, [0.0, 0.0])[i]
         return a - b if a >= b else a  # a file rebuilt in the window: its counters began anew
 
-    paths = {_table_of(n): (os.path.normpath(os.path.join(after["datadir"], f)), int(s or 0))
+    # FILE_SIZE is 2^32-1 (or 2^64-1) when the server cannot stat the file: unknown, not huge
+    paths = {_table_of(n): (os.path.normpath(os.path.join(after["datadir"], f)),
+                            0 if int(s or 0) in (2**32 - 1, 2**64 - 1) else int(s or 0))
              for n, f, s in after["spaces"] if f and "/" in n}
     out, facts = [], {}
     for schema, table, size, options in after["tables"]:
