@@ -35,6 +35,8 @@ EXAMPLES: dict[str, list[str]] = {
         "--interval 300",
         "pmem-advisor place postgres --dsn-file ~/.pmem-advisor-dsn --fast /mnt/pmem0/pg "
         "--format sql > place.sql",
+        "pmem-advisor place mariadb --dsn 'socket=/run/mysqld/mysqld.sock user=root' "
+        "--fast /mnt/pmem0/innodb:50G --interval 300 --format sql",
     ],
     "check": [
         "pmem-advisor check --db postgres --config /etc/postgresql/15/main/conf.d/pmem.conf",

@@ -12,7 +12,7 @@ SCHEMA = "pmem-advisor.place/1"
 
 
 def place_cmd(
-    db: str = typer.Argument(..., help="postgres (mariadb and mysql: not yet)."),
+    db: str = typer.Argument(..., help="postgres or mariadb (mysql: not yet)."),
     fast: str = typer.Option(..., "--fast", help="The fast tier: PATH[:SIZE] (an empty "
                              "directory owned by the server's user; SIZE defaults to its "
                              "free space)."),
@@ -24,7 +24,8 @@ def place_cmd(
     interval: float | None = typer.Option(None, "--interval", min=0.1, help="Plan on the "
                                           "counters of this many seconds (two snapshots); "
                                           "else on the lifetime counters."),
-    tablespace: str = typer.Option("pmem_fast", "--tablespace", help="The fast tablespace."),
+    tablespace: str = typer.Option("pmem_fast", "--tablespace", help="The fast tablespace "
+                                   "(PostgreSQL; MariaDB places by DATA DIRECTORY)."),
     allow_unsafe: bool = typer.Option(False, "--allow-unsafe", help="Accept a non-durable "
                                       "fast tier (tmpfs) for data: test hosts only."),
     apply: bool = typer.Option(False, "--apply", help="Run the SQL on the server (each "
@@ -33,23 +34,27 @@ def place_cmd(
 ) -> None:
     """Place objects on the fast tier by the I/O time they would save per byte."""
     from pmem_advisor.connection import resolve_dsn
-    from pmem_advisor.rules import placement
+    from pmem_advisor.rules import placement, placement_mariadb, placement_postgres
 
-    if db.lower() in ("mariadb", "mysql"):
-        raise UsageError(f"place {db}: not yet; PostgreSQL only in this version")
-    if db.lower() not in ("postgres", "postgresql"):
-        raise UsageError(f"place reads postgres, not {db!r}")
+    engine = {"postgres": placement_postgres, "postgresql": placement_postgres,
+              "mariadb": placement_mariadb}.get(db.lower())
+    if db.lower() == "mysql":
+        raise UsageError("place mysql: not yet (general tablespaces, docs/placement.md); "
+                         "postgres and mariadb in this version")
+    if engine is None:
+        raise UsageError(f"place reads postgres or mariadb, not {db!r}")
     dsn = resolve_dsn(dsn, dsn_file)
     if not dsn:
         raise UsageError("place reads a running server: give --dsn or --dsn-file")
-    p = placement.plan(dsn, fast, slow_path=slow, interval=interval, allow_unsafe=allow_unsafe,
+    p = placement.plan(engine, dsn, fast, slow_path=slow, interval=interval,
+                       allow_unsafe=allow_unsafe,
                        tablespace=tablespace)
     for n in p.notes:
         (warn if n.startswith("UNSAFE") else note)(n)
     if fmt == "json":
         print_json(p.as_dict(), SCHEMA)
     elif fmt == "sql":
-        typer.echo(placement.render_sql(p), nl=False)
+        typer.echo(engine.render_sql(p), nl=False)
     else:
         total = sum(o.io for o in p.objects) or 1
         rows = [(o.name, o.kind, o.size, o.tablespace, f"{o.io / total:.1%}",
@@ -62,7 +67,7 @@ def place_cmd(
                    f"{p.fast.read_lat_s * 1e3:.3g} ms vs {p.slow.read_lat_s * 1e3:.3g} ms)"
                    + ("; UNSAFE: non-durable fast tier" if p.unsafe else ""))
     if apply:
-        for stmt in placement.apply(dsn, p):
+        for stmt in engine.apply(dsn, p):
             note(f"applied: {stmt}")
 
 
