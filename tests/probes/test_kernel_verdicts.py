@@ -264,3 +264,71 @@ def test_root_takes_a_snapshot_archive_or_says_what_is_wrong(tmp_path, run_cli):
         code, out, err = run_cli(*verb, "--version", "16", "--root", str(bad))
         assert code == 2, (code, err)
         assert "corrupt or unreadable snapshot" in err and "Traceback" not in err
+
+
+BANDWIDTH = FIXTURES / "kernel-6.1-bandwidth"
+
+
+def _guest_profile(tmp_path: Path, dax: str | None = "always") -> str:
+    """The profile `probe --bandwidth ... --path /mnt/xfs0` printed in the guest (xfs -o dax
+    on /dev/pmem2), with the xfs mount's dax as given (None: mounted without it)."""
+    profile = json.loads((BANDWIDTH / "probe-libpmem.json").read_text())
+    for entry in [*profile["mounts"], *profile["paths"]]:
+        if entry.get("mountpoint") == "/mnt/xfs0":
+            entry["dax"] = dax
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(profile))
+    return str(path)
+
+
+def test_xfs_dax_mount_from_the_guest(tmp_path, run_cli):
+    """xfs mounted -o dax in the guest: /proc/mounts spells it dax=always among xfs's own
+    options, the probe reports that mount (and no other) as DAX on PMEM, and the guest's
+    profile, bandwidth results included, is one check and recommend take (--profile): data
+    on it is PMEM with DAX on."""
+    mounts = (BANDWIDTH / "proc-mounts.txt").read_text()
+    assert kc.dax_mounts(mounts)["/mnt/xfs0"] == "dax=always"
+    profile = json.loads((BANDWIDTH / "probe-libpmem.json").read_text())
+    assert kc.compare_mounts(profile["mounts"], mounts) == []
+    xfs = next(p for p in profile["paths"] if p["path"] == "/mnt/xfs0")
+    assert (xfs["fstype"], xfs["dax"], xfs["medium"], xfs["base_device"]) == (
+        "xfs", "always", "pmem", "pmem2")
+    assert profile["bandwidth"], "the guest's profile holds its bandwidth runs"
+
+    prof = _guest_profile(tmp_path)
+    report = _json(run_cli, "check", "postgres", "--version", "16", "--profile", prof,
+                   "--data-dir", "/mnt/xfs0/pg", "--no-project", "--json")
+    f = report["findings"]
+    assert not by_rule(f, "CK011") and not by_rule(f, "PM003"), f
+    assert by_rule(f, "PM002")[0]["message"].startswith("data and WAL on PMEM")
+    rec = _json(run_cli, "recommend", "postgres", "--version", "16", "--profile", prof,
+                "--clients", "10", "--data-dir", "/mnt/xfs0/pg", "--json", ok=(0,))
+    assert rec["target"]["data_medium"] == "pmem"
+    rules = {s["name"]: s["rule"] for s in rec["settings"]}
+    assert rules["shared_buffers"] == "PM011"  # no page cache under DAX
+
+
+def test_profile_with_bandwidth_points_is_accepted(tmp_path, run_cli):
+    """A bandwidth point's "node" is "near" or "far", not a node id: --profile once refused
+    every profile `probe --bandwidth --json` wrote ('... points[0].node must be a number')."""
+    for name in ("probe-libpmem.json", "probe-plain.json"):
+        code, _, err = run_cli("recommend", "postgres", "--version", "16", "--clients", "10",
+                               "--profile", str(BANDWIDTH / name), "--json")
+        assert code == 0, err
+    bad = json.loads((BANDWIDTH / "probe-plain.json").read_text())
+    bad["bandwidth"][0]["numa_node"] = "near"  # a real node id field stays checked
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    code, _, err = run_cli("recommend", "postgres", "--version", "16", "--profile", str(path))
+    assert code == 2 and "'bandwidth[0].numa_node' must be a number" in err
+
+
+def test_xfs_without_dax_from_the_guest(tmp_path, run_cli):
+    """The same profile with the xfs mount made without -o dax: CK011 fails the data there
+    with the remount fix for the device the guest mounted."""
+    prof = _guest_profile(tmp_path, dax=None)
+    report = _json(run_cli, "check", "postgres", "--version", "16", "--profile", prof,
+                   "--data-dir", "/mnt/xfs0/pg", "--no-project", "--json")
+    ck011 = by_rule(report["findings"], "CK011")
+    assert [(x["severity"], x["subject"]) for x in ck011] == [("fail", "mount:/mnt/xfs0")]
+    assert ck011[0]["fix"] == "umount /mnt/xfs0 && mount -o dax=always /dev/pmem2 /mnt/xfs0"
