@@ -308,6 +308,22 @@ def test_xfs_dax_mount_from_the_guest(tmp_path, run_cli):
     assert rules["shared_buffers"] == "PM011"  # no page cache under DAX
 
 
+def test_xfs_dax_mount_in_the_snapshot(run_cli):
+    """The snapshot `capture --topology bandwidth` took (a second boot of the same topology):
+    data on the xfs DAX mount, on the ext4 one, and off both."""
+    root = str(BANDWIDTH / "snapshot.tar.gz")
+    mounts = kc.dax_mounts((BANDWIDTH / "proc-mounts.txt").read_text())
+    assert sorted(mounts) == ["/mnt/pmem0", "/mnt/xfs0"]
+    for mp in mounts:
+        f = check(run_cli, root, "postgres", f"{mp}/pg")["findings"]
+        assert not by_rule(f, "CK011") and not by_rule(f, "PM003"), (mp, f)
+        assert by_rule(f, "PM002")[0]["message"].startswith("data and WAL on PMEM"), mp
+    pm002 = by_rule(check(run_cli, root, "postgres", OFF_DAX)["findings"], "PM002")
+    # two DAX mounts: the advice names one of them
+    assert any(f"a PMEM mount exists at {mp} but the data is not on it" in pm002[0]["message"]
+               for mp in mounts), pm002
+
+
 def test_profile_with_bandwidth_points_is_accepted(tmp_path, run_cli):
     """A bandwidth point's "node" is "near" or "far", not a node id: --profile once refused
     every profile `probe --bandwidth --json` wrote ('... points[0].node must be a number')."""
