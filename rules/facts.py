@@ -292,6 +292,8 @@ _NUMERIC_FIELD = re.compile(r"(?<!\.sources)(?:^|\.)(?:\w*_(?:bytes|cpus|kb|ms|i
                             r"sockets|cores|threads|node|numa_node|page_size|block_size)$")
 _NUMBER_LIST = re.compile(r"(?:^|\.)cpuset_(?:cpus|mems)$")  # CPU and node lists
 _NUMBER_MAP = re.compile(r"(?:^|\.)hugetlb_\w+$")  # page size -> bytes
+# named like a node id but a word: a bandwidth point's "near"/"far" (probe --bandwidth)
+_NOT_NUMERIC = re.compile(r"^bandwidth\[\d+\]\.points\[\d+\]\.node$")
 
 
 def _is_number(v: Any) -> bool:
@@ -302,7 +304,7 @@ def _check_numbers(value: Any, origin: str, where: str) -> None:
     """Every number of a profile is finite, not negative (-1 only for a ``*node`` field: the
     kernel's "no NUMA node") and at most 2**64: 1e400 (inf), 1e308 and -5 are refused with
     the field's path instead of crashing or printing "2.2e290 PiB" later."""
-    if _NUMERIC_FIELD.search(where) and value is not None:
+    if _NUMERIC_FIELD.search(where) and value is not None and not _NOT_NUMERIC.match(where):
         if isinstance(value, list) and _NUMBER_LIST.search(where):
             if not all(_is_number(v) for v in value):
                 raise InputError(f"{origin}: '{where}' must be a list of numbers")

@@ -43,7 +43,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 QEMU = "qemu-system-x86_64"
-DEB_PACKAGES = ("qemu-system-x86", "linux-image-amd64", "busybox-static")
+DEB_PACKAGES = ("qemu-system-x86", "linux-image-amd64", "busybox-static", "cpio")
 BUSYBOX = "/bin/busybox"
 DONE_MARKER = "PMEM-GUEST-DONE"  # printed by the guest's init as "PMEM-GUEST-DONE rc=N"
 READY_MARKER = "PMEM-GUEST-READY"  # the host's root is mounted, the command starts
@@ -95,7 +95,29 @@ def missing_packages() -> list[str]:
         missing.append("linux-image-amd64")
     if not os.access(BUSYBOX, os.X_OK):
         missing.append("busybox-static")
+    if shutil.which("cpio") is None:  # builds the initramfs
+        missing.append("cpio")
     return missing
+
+
+def ensure_xfsprogs(install: bool = True) -> str | None:
+    """mkfs.xfs on the host (the guest runs the host's userland), installed with apt-get as
+    root when missing; None when present, else the one-line reason it is not."""
+    if shutil.which("mkfs.xfs"):
+        return None
+    if not install or os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return "mkfs.xfs is missing (xfsprogs) and not root with apt-get to install it"
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    try:
+        proc = subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends",
+                               "xfsprogs"], env=env, capture_output=True, text=True,
+                              timeout=600)
+    except subprocess.TimeoutExpired:
+        return "apt-get install xfsprogs took more than 600 s"
+    if proc.returncode != 0 or not shutil.which("mkfs.xfs"):
+        last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
+        return f"apt-get install xfsprogs failed (rc {proc.returncode}): {last[0]}"
+    return None
 
 
 def ensure_packages(install: bool = True) -> str:
@@ -173,6 +195,22 @@ daxctl reconfigure-device --mode=system-ram --no-online dax1.0 || \
 daxctl online-memory dax1.0 || true
 """
 
+# The bandwidth probe needs a 256 MiB working set (its minimum) plus a margin on the fsdax
+# mount and on the devdax device: 640 MiB NVDIMMs. A third NVDIMM carries xfs with -o dax
+# (mkfs.xfs wants 300 MiB at least; reflink off: DAX refuses reflink) when the guest (the
+# host's userland) has mkfs.xfs; without it the step says so and the xfs mount is absent.
+BANDWIDTH = INIT_LABELS + """
+ndctl create-namespace -r region0 -m fsdax
+ndctl create-namespace -r region1 -m devdax -a 2M
+ndctl create-namespace -r region2 -m fsdax
+mkfs.ext4 -q -F -b 4096 /dev/pmem0
+mkdir -p /mnt/pmem0
+mount -o dax /dev/pmem0 /mnt/pmem0
+if command -v mkfs.xfs >/dev/null; then mkfs.xfs -q -f -m reflink=0 -b size=4096 \
+  /dev/pmem2 && mkdir -p /mnt/xfs0 && mount -o dax /dev/pmem2 /mnt/xfs0; \
+  else echo "NO-MKFS-XFS: xfsprogs is not installed" >&2; fi
+"""
+
 TOPOLOGIES = {
     "nvdimm2": Topology(
         "nvdimm2", "two NVDIMMs on one node: fsdax (ext4 -o dax) on region0, devdax on region1",
@@ -195,6 +233,12 @@ TOPOLOGIES = {
               "-numa", "dist,src=0,dst=1,val=17"],
         nvdimms=[{"size": "262272K", "node": 0}, {"size": "524416K", "node": 1}],
         setup=KMEM),
+    "bandwidth": Topology(
+        "bandwidth", "three NVDIMMs on one node: fsdax (ext4 -o dax) and devdax of 640 MiB "
+        "for the bandwidth probe, fsdax with xfs -o dax (when mkfs.xfs is there)",
+        memory="1G,slots=4,maxmem=8G",
+        nvdimms=[{"size": "655488K"}, {"size": "655488K"}, {"size": "524416K"}],
+        modules=(*PMEM_MODULES, "xfs"), setup=BANDWIDTH),
     "cxl": Topology(
         "cxl", "q35 with a CXL host bridge, one root port and a type-3 persistent memory "
         "device (QEMU 7.2: pmem only), a 4 GiB fixed memory window",
@@ -368,10 +412,12 @@ i=0; while [ $i -lt 100 ] && [ -z "$(ls /sys/bus/nd/devices 2>/dev/null)" ] \
 
 def run_guest(topo: Topology, command: str, *, timeout: float = 600.0,
               install: bool = True, keep: Path | None = None,
+              files: dict[str, bytes] | None = None,
               log=lambda m: print(m, file=sys.stderr)):
     """Boot ``topo``, run ``command`` (shell) in it; returns a GuestResult. The guest is
     killed and every file removed before this returns or raises (``keep``: copy the share's
-    files there first)."""
+    files there first). ``files``: {name: content} put in the share, the command's working
+    directory (the host's /tmp is not visible in the guest: a tmpfs covers it)."""
     release = ensure_packages(install)
     workdir = Path(tempfile.mkdtemp(prefix="pmem-guest-"))
     proc = None
@@ -381,6 +427,10 @@ def run_guest(topo: Topology, command: str, *, timeout: float = 600.0,
         out.mkdir()
         initrd = build_initramfs(workdir, release)
         (out / "job.sh").write_text(_job_script(topo, command))
+        for name, content in (files or {}).items():
+            if "/" in name or name.startswith("."):
+                raise GuestError(f"file name {name!r} for the share: a plain name only")
+            (out / name).write_bytes(content)
         argv = qemu_argv(topo, workdir, release, initrd, out)
         log(f"guest {topo.name}: booting {release} under TCG")
         start = time.monotonic()
@@ -453,7 +503,7 @@ echo $? > cap/probe.rc
 
 def capture(topo: Topology, dest: Path, *, timeout: float = 900.0) -> GuestResult:
     python = REPO / ".venv" / "bin" / "python"
-    paths = "--path /mnt/pmem0" if "/mnt/pmem0" in topo.setup else ""
+    paths = " ".join(f"--path {mp}" for mp in ("/mnt/pmem0", "/mnt/xfs0") if mp in topo.setup)
     script = CAPTURE.format(python=shlex.quote(str(python)), paths=paths)
     result = run_guest(topo, script, timeout=timeout, keep=dest / "raw")
     return result

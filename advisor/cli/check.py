@@ -28,7 +28,8 @@ def check_cmd(
                                         "--db: " + engine_help() + "; then config files, "
                                         "directories or globs to check in one run."),
     profile: str | None = typer.Option(None, "--profile", help="A probe profile (JSON)."),
-    root: str | None = typer.Option(None, "--root", help="Probe a machine tree below DIR."),
+    root: str | None = typer.Option(None, "--root", help="Probe a machine tree below DIR, "
+                                    "or a snapshot .tar.gz (probe --save)."),
     db: str | None = typer.Option(None, "--db", help=engine_help()),
     version: str | None = typer.Option(None, "--version", "--server-version",
                                        help="Target server version (default: the installed)."),

@@ -28,7 +28,8 @@ FORMATS = ("table", "tsv", "conf", "sql", "json")
 def recommend_cmd(
     engine: str = typer.Argument(..., help=engine_help()),
     profile: str | None = typer.Option(None, "--profile", help="A probe profile (JSON)."),
-    root: str | None = typer.Option(None, "--root", help="Probe a machine tree below DIR."),
+    root: str | None = typer.Option(None, "--root", help="Probe a machine tree below DIR, "
+                                    "or a snapshot .tar.gz (probe --save)."),
     version: str | None = typer.Option(None, "--version", "--server-version",
                                        help="Server version (18, 8.0.36)."),
     workload: str = typer.Option("oltp", "--workload", help="oltp, olap, mixed or kv."),

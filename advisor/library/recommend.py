@@ -18,7 +18,8 @@ MAX_HOST_MEMORY = 1 << 52
 
 
 def load_profile(profile: str | None, root: str | None, paths: list[str]) -> dict:
-    """A profile from a JSON file, from a machine tree (``--root``), or from this machine."""
+    """A profile from a JSON file, from a machine tree or a snapshot .tar.gz (``--root``), or
+    from this machine."""
     if profile and root:
         raise UsageError("give either --profile or --root, not both")
     if profile:
@@ -39,11 +40,12 @@ def load_profile(profile: str | None, root: str | None, paths: list[str]) -> dic
 
         return validate_profile(data, profile)
     from pmem_advisor.probes.profile import probe
+    from pmem_advisor.probes.snapshot import open_root
     from pmem_advisor.probes.sysaccess import SysAccess
 
-    if root is not None and not os.path.isdir(root):
-        raise UsageError(f"--root {root}: not a directory")
-    return probe(SysAccess(root or "/"), [p for p in paths if p])
+    # --root: a tree shaped like / or a snapshot .tar.gz (`probe --save`), as probe takes it
+    return probe(open_root(root) if root is not None else SysAccess("/"),
+                 [p for p in paths if p])
 
 
 def split_engine(engine: str) -> tuple[str, str | None]:
@@ -146,11 +148,14 @@ def build_recommendation(engine: str, *, profile=None, root=None, version=None, 
     if target_note:
         rec.notes.insert(0, target_note)
     if root is not None:  # a machine tree: say when a directory is not in it (never silently /)
+        snapshot = os.path.isfile(root)  # holds only what the probe read: no directory to test
         for p, given in ((facts.data, data_dir), (facts.wal, wal_dir)):
             inside = os.path.join(root, str(given or "").lstrip("/"))
             if given and p is not None and p.mountpoint in ("/", None) and \
-                    not os.path.lexists(inside):
-                rec.notes.append(f"{p.role} directory {given} does not exist in {root}: sized "
+                    (snapshot or not os.path.lexists(inside)):
+                where = (f"is on no mount of the snapshot {root} but /" if snapshot
+                         else f"does not exist in {root}")
+                rec.notes.append(f"{p.role} directory {given} {where}: sized "
                                  f"for its root filesystem (medium {p.medium}); give the real "
                                  "mount or --medium")
     return rec

@@ -5,7 +5,8 @@
  * point at a time with pthreads pinned to the CPUs it is given, the GIL released.
  *
  *   Mapping(path, size=0)           map an existing file (whole) or devdax device
- *     .size .is_pmem .persist_method ("libpmem-nt" | "msync")   (module: HAVE_LIBPMEM, ISA)
+ *     .size .is_pmem .persist_method ("libpmem-nt" | "clflush" | "msync")
+ *                                                      (module: HAVE_LIBPMEM, ISA)
  *     .prefault(offset, length, cpus)                      write every page once
  *     .run(op, pattern, grouped, access, cpus, duration, ws[, max_bytes]) -> bytes, seconds
  *     .idle_latency(lines, duration, cpu)                  -> ns per dependent load
@@ -14,7 +15,10 @@
  *
  * Persistent writes use libpmem (non-temporal copies + drain) when pmem_is_pmem() is true
  * (libpmem itself honours PMEM_IS_PMEM_FORCE=1); otherwise plain stores made durable by
- * msync. Built without HAVE_LIBPMEM, only the msync path exists. Reads are plain vector
+ * msync. Built without HAVE_LIBPMEM, only the plain paths exist: msync for files, and for a
+ * devdax device (which has no fsync: msync fails there with EINVAL, as a real 6.1 kernel
+ * showed) plain stores each flushed with CLFLUSH and fenced (x86; elsewhere a devdax device
+ * needs libpmem and mapping it says so). Reads are plain vector
  * loads chosen at run time (AVX-512, AVX2 or SSE2): no -march=native in the build.
  */
 #define PY_SSIZE_T_CLEAN
@@ -35,6 +39,9 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define PMEMBW_X86 1
+#define PMEMBW_CAN_CLFLUSH 1
+#else
+#define PMEMBW_CAN_CLFLUSH 0
 #endif
 
 #ifdef HAVE_LIBPMEM
@@ -159,20 +166,35 @@ static void pick_isa(void)
 
 /* ---------------------------------------------------------------- persistence */
 
-/* One persistent copy of an access: non-temporal copy + fence on pmem; a plain copy on the
- * msync path, made durable by one msync of the touched span after the point. */
+/* How writes are made durable: msync of the touched span after the point (files), libpmem's
+ * non-temporal copy + drain, or (devdax without libpmem) a plain copy whose lines are flushed
+ * with CLFLUSH and fenced. */
+enum { PERSIST_MSYNC = 0, PERSIST_LIBPMEM = 1, PERSIST_CLFLUSH = 2 };
+
+#ifdef PMEMBW_X86
+static inline void clflush_range(const char *p, size_t n)
+{
+    for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < (uintptr_t)p + n; a += 64)
+        _mm_clflush((const void *)a);
+    _mm_sfence();
+}
+#endif
+
+/* One persistent copy of an access (see the modes above). */
 static inline void write_access(int nt, char *dst, const char *src, size_t n)
 {
 #ifdef HAVE_LIBPMEM
-    if (nt) {
+    if (nt == PERSIST_LIBPMEM) {
         pmem_memcpy_nodrain(dst, src, n);
         pmem_drain();
         return;
     }
-#else
-    (void)nt;
 #endif
     memcpy(dst, src, n);
+#ifdef PMEMBW_X86
+    if (nt == PERSIST_CLFLUSH)
+        clflush_range(dst, n);
+#endif
 }
 
 static int msync_span(char *base, size_t lo, size_t hi)
@@ -318,6 +340,7 @@ typedef struct {
     PyObject_HEAD char *addr;
     size_t len;
     int is_pmem;
+    int persist; /* PERSIST_*: how writes are made durable */
     int via_libpmem; /* mapped by pmem_map_file, unmap with pmem_unmap */
     int busy;
 } Mapping;
@@ -389,7 +412,7 @@ static int Mapping_init(Mapping *self, PyObject *args, PyObject *kw)
     }
     void *addr = NULL;
     size_t len = 0;
-    int is_pmem = 0, via = 0, err = 0;
+    int is_pmem = 0, via = 0, err = 0, chardev = 0;
     Py_BEGIN_ALLOW_THREADS
 #ifdef HAVE_LIBPMEM
     /* len 0, flags 0: map the whole existing file or devdax device */
@@ -407,7 +430,10 @@ static int Mapping_init(Mapping *self, PyObject *args, PyObject *kw)
             struct stat st;
             if (fstat(fd, &st) != 0) {
                 err = errno;
+            } else if (S_ISCHR(st.st_mode) && !PMEMBW_CAN_CLFLUSH) {
+                err = EOPNOTSUPP; /* devdax has no fsync (msync fails): needs libpmem here */
             } else {
+                chardev = S_ISCHR(st.st_mode);
                 len = S_ISREG(st.st_mode) ? (size_t)st.st_size : (size_t)size;
                 if (len == 0) {
                     err = EINVAL;
@@ -438,6 +464,7 @@ static int Mapping_init(Mapping *self, PyObject *args, PyObject *kw)
     self->addr = addr;
     self->len = len;
     self->is_pmem = is_pmem;
+    self->persist = is_pmem ? PERSIST_LIBPMEM : chardev ? PERSIST_CLFLUSH : PERSIST_MSYNC;
     self->via_libpmem = via;
     return 0;
 }
@@ -486,12 +513,12 @@ static void *fill_thread(void *arg)
     for (size_t off = 0; off < j->n; off += PAGE) {
         size_t k = j->n - off < PAGE ? j->n - off : PAGE;
 #ifdef HAVE_LIBPMEM
-        if (j->nt) {
+        if (j->nt == PERSIST_LIBPMEM) {
             pmem_memcpy_persist(j->dst + off, pattern, k);
             continue;
         }
 #endif
-        memcpy(j->dst + off, pattern, k);
+        write_access(j->nt, j->dst + off, pattern, k);
     }
     return NULL;
 }
@@ -526,7 +553,7 @@ static PyObject *Mapping_prefault(Mapping *self, PyObject *args)
         size_t hi = lo + per > (size_t)length ? (size_t)length : lo + per;
         jobs[t].dst = self->addr + offset + lo;
         jobs[t].n = hi - lo;
-        jobs[t].nt = self->is_pmem;
+        jobs[t].nt = self->persist;
     }
     int rc, sync_rc = 0, sync_err = 0;
     self->busy = 1;
@@ -535,7 +562,7 @@ static PyObject *Mapping_prefault(Mapping *self, PyObject *args)
     if (rc == 0) {
         for (int t = 0; t < n; t++)
             pthread_join(tids[t], NULL);
-        if (!self->is_pmem && length > 0) {
+        if (self->persist == PERSIST_MSYNC && length > 0) {
             sync_rc = msync_span(self->addr, (size_t)offset, (size_t)offset + (size_t)length);
             sync_err = errno;
         }
@@ -602,7 +629,7 @@ static PyObject *Mapping_run(Mapping *self, PyObject *args, PyObject *kw)
         return NULL;
     }
     point_cfg cfg = {.base = self->addr, .ws = (size_t)ws, .access = (size_t)access, .op = op,
-                     .rand = rnd, .grouped = grouped, .nt = self->is_pmem, .nthreads = n,
+                     .rand = rnd, .grouped = grouped, .nt = self->persist, .nthreads = n,
                      .duration = duration, .max_bytes = max_bytes / (unsigned)n};
     worker *ws_arr = PyMem_Calloc((size_t)n, sizeof(worker));
     pthread_t *tids = PyMem_Calloc((size_t)n, sizeof(pthread_t));
@@ -654,7 +681,7 @@ static PyObject *Mapping_run(Mapping *self, PyObject *args, PyObject *kw)
             hi = w->hi > hi ? w->hi : hi;
         }
         /* msync path: the data is durable only once msync returns, so it is timed */
-        if (!cfg.nt && wb > 0) {
+        if (cfg.nt == PERSIST_MSYNC && wb > 0) {
             sync_rc = msync_span(self->addr, lo, hi);
             sync_err = errno;
             t_end = now_s();
@@ -747,10 +774,15 @@ static void *persist_thread(void *arg)
             for (int w = 0; w < 8; w++)
                 dst[w] = v++;
 #ifdef HAVE_LIBPMEM
-            if (j->nt) {
+            if (j->nt == PERSIST_LIBPMEM) {
                 pmem_flush(dst, 64);
                 pmem_drain();
             } else
+#endif
+#ifdef PMEMBW_X86
+            if (j->nt == PERSIST_CLFLUSH)
+                clflush_range((const char *)dst, 64);
+            else
 #endif
             if (msync((char *)((uintptr_t)dst & ~(PAGE - 1)), PAGE, MS_SYNC) != 0) {
                 j->err = errno;
@@ -780,7 +812,7 @@ static PyObject *run_latency(Mapping *self, void *(*fn)(void *), Py_ssize_t line
         return NULL;
     }
     lat_job job = {.base = self->addr, .lines = (size_t)lines, .duration = duration,
-                   .nt = self->is_pmem};
+                   .nt = self->persist};
     pthread_t tid;
     int rc;
     self->busy = 1;
@@ -833,7 +865,8 @@ static PyObject *Mapping_get_is_pmem(Mapping *self, void *c)
 
 static PyObject *Mapping_get_method(Mapping *self, void *c)
 {
-    return PyUnicode_FromString(self->is_pmem ? "libpmem-nt" : "msync");
+    static const char *names[] = {"msync", "libpmem-nt", "clflush"};
+    return PyUnicode_FromString(names[self->persist]);
 }
 
 static PyObject *Mapping_get_closed(Mapping *self, void *c)
@@ -857,7 +890,7 @@ static PyMethodDef Mapping_methods[] = {
 static PyGetSetDef Mapping_getset[] = {
     {"size", (getter)Mapping_get_size, NULL, "mapped bytes", NULL},
     {"is_pmem", (getter)Mapping_get_is_pmem, NULL, "pmem_is_pmem() of the mapping", NULL},
-    {"persist_method", (getter)Mapping_get_method, NULL, "libpmem-nt or msync", NULL},
+    {"persist_method", (getter)Mapping_get_method, NULL, "libpmem-nt, clflush or msync", NULL},
     {"closed", (getter)Mapping_get_closed, NULL, "unmapped", NULL},
     {NULL},
 };

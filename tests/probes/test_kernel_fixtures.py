@@ -22,7 +22,7 @@ from tests.probes import kernel_compare as kc
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # The NVDIMM topologies (an ACPI NFIT with regions); kernel-6.1-cxl has only a CXL memdev.
-KERNEL = ["kernel-6.1-nvdimm2", "kernel-6.1-numa2", "kernel-6.1-kmem"]
+KERNEL = ["kernel-6.1-nvdimm2", "kernel-6.1-numa2", "kernel-6.1-kmem", "kernel-6.1-bandwidth"]
 
 
 def _read(name: str, file: str) -> str:
