@@ -112,7 +112,8 @@ def pg_rows(inst) -> list[tuple]:
 
 # -- MariaDB / MySQL -------------------------------------------------------------------------
 MY_QUERY = ("SELECT VARIABLE_NAME, VARIABLE_TYPE, NUMERIC_MIN_VALUE, NUMERIC_MAX_VALUE, "
-            "ENUM_VALUE_LIST, READ_ONLY, DEFAULT_VALUE, VARIABLE_SCOPE, VARIABLE_COMMENT "
+            "ENUM_VALUE_LIST, READ_ONLY, DEFAULT_VALUE, VARIABLE_SCOPE, VARIABLE_COMMENT, "
+            "NUMERIC_BLOCK_SIZE "
             "FROM information_schema.SYSTEM_VARIABLES ORDER BY VARIABLE_NAME")
 # names may hold capitals (MariaDB's wsrep_OSU_method); SYSTEM_VARIABLES names are lowered
 _HELP_VAR = re.compile(r"^([a-z0-9][A-Za-z0-9_-]*)(?:[ \t].*)?$", re.M)  # the variables table
@@ -169,7 +170,7 @@ def _run_as_server_user(argv: list[str]) -> subprocess.CompletedProcess:
 
 def my_entry(row: tuple, settable: set[str]) -> dict:
     """One SYSTEM_VARIABLES row as a generated catalog entry."""
-    name, vtype, lo, hi, enum_list, read_only, default, scope, comment = row
+    name, vtype, lo, hi, enum_list, read_only, default, scope, comment, block = row
     name = name.lower()
     vtype = (vtype or "").upper()
     entry: dict[str, Any] = {"name": name}
@@ -182,6 +183,10 @@ def my_entry(row: tuple, settable: set[str]) -> dict:
     elif vtype in MY_INT_TYPES:
         entry["type"] = "int"
         entry["min"], entry["max"] = _num(lo), _num(hi)
+        if block and int(block) > 1:  # my_getopt rounds the value down to a multiple
+            entry["block_size"] = int(block)
+        if vtype.endswith("UNSIGNED"):  # my_getopt refuses any '-' ("Incorrect unsigned value")
+            entry["unsigned"] = True
     elif vtype == "DOUBLE":
         entry["type"] = "real"
         entry["min"], entry["max"] = _num(lo), _num(hi)
