@@ -50,11 +50,6 @@ _MY_BOOL = {"on": True, "true": True, "1": True, "off": False, "false": False, "
 # PostgreSQL check hooks that raise a legal small value without a word (xlog.c
 # check_wal_buffers: "We clamp manually-set values to at least 4 blocks"; -1 is auto)
 _PG_HOOK_FLOORS = {"wal_buffers": 4}
-# A storage-engine plugin's boolean (MariaDB's handle_options, OPT_ARG booleans) is read by its
-# first character when that is 1 or 0 ('1x' is ON, '0x' OFF; mariadbd 10.11 --help --verbose
-# reads innodb_doublewrite = 1x as TRUE without a word, performance_schema = 1x as OFF with a
-# warning); any other word outside _MY_BOOL is ignored with a warning, the default kept
-_MARIADB_PLUGIN_BOOLS = ("innodb_", "aria_")
 # my_getopt's eval_num_suffix: strtoll's digits, then one suffix letter (only its first
 # character counts: '12KB' is 12K, '1e3' is 1 exabyte); a dot, a space or any other character
 # there is "Unknown suffix" and the server refuses to start
@@ -133,6 +128,10 @@ class Knob:
     # without a word (key_buffer_size = 1000 runs as 0, tmp_table_size = 1 as 0)
     block_size: int = 1
     unsigned: bool = False  # MySQL/MariaDB: '-0' and '-1' are "Incorrect unsigned value"
+    # MariaDB: a boolean read by its first digit ('1x' ON, '0x' OFF, no word: innodb_doublewrite;
+    # handle_options' OPT_ARG path), found by the catalog generator trying both on the server;
+    # the others warn and run OFF or their default
+    first_digit: bool = False
     config_file: bool = True  # False: set by initdb/compile, not in the config file
     init_option: str | None = None
     notes: tuple[str, ...] = field(default=())
@@ -202,8 +201,7 @@ class Knob:
         if self.engine == "mysql":
             if low in _MY_BOOL:
                 return _MY_BOOL[low]
-            if self.flavour == "mariadb" and self.name.startswith(_MARIADB_PLUGIN_BOOLS) \
-                    and low[:1] in ("0", "1"):
+            if self.first_digit and low[:1] in ("0", "1"):
                 return low[0] == "1"
         elif low:  # PostgreSQL accepts unique prefixes: 't', 'y', 'of' (not 'o')
             is_true = any(w.startswith(low) for w in _PG_TRUE)
@@ -252,9 +250,11 @@ class Knob:
                 raise UsageError(f"{self.name}: {text!r} is not a valid {self._kind()}{hint}")
         elif self.type != "real":
             value = _my_integer(text)
-            if value is not None and self.unsigned and text.lstrip().startswith("-"):
+            if value is not None and self.unsigned and text.startswith("-"):
                 raise UsageError(f"{self.name}: {text!r} is an incorrect unsigned value: the "
                                  "server refuses a minus sign here")
+            if value is not None and self.unsigned and value < 0:
+                value %= 1 << 64  # ' -5': past the '-' check, strtoull wraps it around
             if value is None:
                 raise UsageError(f"{self.name}: {text!r} is not an integer: a whole number with "
                                  "an optional K, M, G, T, P or E suffix")
@@ -550,9 +550,10 @@ def _build_catalog(spec: EngineSpec, flavour: str | None, version: str | None) -
         if facts.get(name, {}).get("deprecated"):
             knobs[name] = replace(knob, deprecated=facts[name]["deprecated"])
         fact = facts.get(name, {})
-        if fact.get("block_size") or fact.get("unsigned"):  # the server's reading holds too
+        if fact.get("block_size") or fact.get("unsigned") or fact.get("bool_first_digit"):
             knobs[name] = replace(knobs[name], block_size=fact.get("block_size", 1),
-                                  unsigned=fact.get("unsigned", False))
+                                  unsigned=fact.get("unsigned", False),
+                                  first_digit=fact.get("bool_first_digit", False))
     for name in sorted(facts):
         if name not in knobs and name not in absent:
             knobs[name] = _generated_knob(flavour, facts[name], source, v_series)
@@ -684,6 +685,7 @@ def _generated_knob(flavour: str, fact: dict, source: str, major: str) -> Knob:
         curated=False, source=source, deprecated=fact.get("deprecated"),
         block_size=fact.get("block_size", 1),
         unsigned=fact.get("unsigned", False),
+        first_digit=fact.get("bool_first_digit", False),
         # MySQL's members come from the recorded sql_mode_names[] (a plain SET); MariaDB's
         # server lists also hold FLAGSET words (optimizer_switch), which read as key=value
         members=tuple(fact.get("members") or ()) if flavour == "mysql" else (),
