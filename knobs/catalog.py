@@ -256,8 +256,8 @@ class Knob:
             if value is not None and self.unsigned and value < 0:
                 value %= 1 << 64  # ' -5': past the '-' check, strtoull wraps it around
             if value is None:
-                raise UsageError(f"{self.name}: {text!r} is not an integer: a whole number with "
-                                 "an optional K, M, G, T, P or E suffix")
+                raise UsageError(f"{self.name}: {text!r} is not a valid {self._kind()}: not an "
+                                 "integer with an optional K, M, G, T, P or E suffix")
             value = self._block(value)
         else:
             value = units.my_number(text)
