@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -43,8 +44,16 @@ EXTRA_CATALOG_DIRS: list[Path] = []
 NUMERIC = ("int", "size", "duration", "real")
 _PG_TRUE = ("true", "yes", "on", "1")
 _PG_FALSE = ("false", "no", "off", "0")
-_MY_BOOL = {"on": True, "true": True, "yes": True, "1": True,
-            "off": False, "false": False, "no": False, "0": False}
+# my_getopt's get_bool_argument: these six words only, in any case; any other text (yes, no,
+# ' on') is a warning and OFF in MariaDB ("boolean value 'yes' wasn't recognized. Set to OFF")
+_MY_BOOL = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
+# PostgreSQL check hooks that raise a legal small value without a word (xlog.c
+# check_wal_buffers: "We clamp manually-set values to at least 4 blocks"; -1 is auto)
+_PG_HOOK_FLOORS = {"wal_buffers": 4}
+# my_getopt's eval_num_suffix: strtoll's digits, then one suffix letter (only its first
+# character counts: '12KB' is 12K, '1e3' is 1 exabyte); a dot, a space or any other character
+# there is "Unknown suffix" and the server refuses to start
+_MY_INTEGER = re.compile(r"^[ \t\n\v\f\r]*([-+]?[0-9]+)(.?)")
 
 
 class CatalogDataError(ValueError):
@@ -63,6 +72,20 @@ class KnobNotInVersion(UnknownKnobError):
         self.removed_in = removed_in
         self.replacement = replacement
         self.ignored = ignored  # the server accepts the old name and ignores it
+
+
+def _my_integer(text: str) -> int | None:
+    """An integer option as mysqld's my_getopt reads it (``_MY_INTEGER``), or None."""
+    m = _MY_INTEGER.match(text)
+    if not m:
+        return None
+    suffix = m.group(2)
+    if suffix and suffix.upper() not in units.MY_SUFFIX:
+        return None
+    value = int(m.group(1))
+    if abs(value) >= 1 << 64:  # strtoull's ERANGE: "Incorrect integer value", a refusal
+        return None
+    return value * units.MY_SUFFIX.get(suffix.upper(), 1)
 
 
 def normalize_name(engine: str, name: str) -> str:
@@ -101,6 +124,14 @@ class Knob:
     # a SET's words (MySQL sql_mode, from the server's own sql_mode_names[]): each
     # comma-separated word must be one of them, or mysqld refuses the value
     members: tuple[str, ...] = ()
+    # MySQL/MariaDB NUMERIC_BLOCK_SIZE: my_getopt rounds a value down to a multiple of it,
+    # without a word (key_buffer_size = 1000 runs as 0, tmp_table_size = 1 as 0)
+    block_size: int = 1
+    unsigned: bool = False  # MySQL/MariaDB: '-0' and '-1' are "Incorrect unsigned value"
+    # MariaDB: a boolean read by its first digit ('1x' ON, '0x' OFF, no word: innodb_doublewrite;
+    # handle_options' OPT_ARG path), found by the catalog generator trying both on the server;
+    # the others warn and run OFF or their default
+    first_digit: bool = False
     config_file: bool = True  # False: set by initdb/compile, not in the config file
     init_option: str | None = None
     notes: tuple[str, ...] = field(default=())
@@ -120,7 +151,11 @@ class Knob:
     # -- text -> value -------------------------------------------------------------------
     def parse(self, text: str, *, check_range: bool = True) -> Any:
         """Config-file text (already unquoted) to the value in the server's base unit."""
-        text = str(text).strip()
+        # the server reads the text as written: PostgreSQL's parse_bool and enum lookup and
+        # mysqld's my_getopt take no space around a word (' on' is no boolean), only numbers
+        # skip it where the server's strtol/strtod does (units.pg_number, _my_integer); a
+        # string is the server's as written
+        text = str(text)
         if self.type == "bool":
             return self._parse_bool(text)
         if self.type == "enum":
@@ -132,7 +167,23 @@ class Knob:
                 self._check_members(text)
             return text
         value = self._parse_number(text)
-        return self._check_range(value) if check_range else value
+        return self._floor(self._check_range(value) if check_range else value)
+
+    def _block(self, value: int) -> int:
+        """getopt_ull_limit_value: down to a multiple of the block size, then up to the
+        minimum, without a word (MySQL/MariaDB; a value above the maximum is clamped)."""
+        if self.block_size <= 1 or value < 0 or (self.max is not None and value > self.max):
+            return value
+        rounded = value // self.block_size * self.block_size
+        return max(rounded, int(self.min)) if self.min is not None and value >= self.min \
+            else rounded
+
+    def _floor(self, value):
+        """The value a PostgreSQL check hook raises a small legal one to (_PG_HOOK_FLOORS)."""
+        floor = _PG_HOOK_FLOORS.get(self.name) if self.engine == "postgres" else None
+        if floor is not None and value not in self.auto_values and 0 <= value < floor:
+            return floor
+        return value
 
     def _check_members(self, text: str) -> None:
         """Each word of a SET value is one the server has (case-insensitive, as mysqld's
@@ -150,6 +201,8 @@ class Knob:
         if self.engine == "mysql":
             if low in _MY_BOOL:
                 return _MY_BOOL[low]
+            if self.first_digit and low[:1] in ("0", "1"):
+                return low[0] == "1"
         elif low:  # PostgreSQL accepts unique prefixes: 't', 'y', 'of' (not 'o')
             is_true = any(w.startswith(low) for w in _PG_TRUE)
             is_false = any(w.startswith(low) for w in _PG_FALSE)
@@ -165,6 +218,13 @@ class Knob:
         for v in self.values:
             if v.lower() == low:
                 return v
+        if self.engine == "mysql" and low and not low.isdigit():
+            # mysqld's find_type: a unique prefix of one of the typelib's names
+            # (binlog_format = ro is ROW; o_direct_ is O_DIRECT_NO_FSYNC)
+            typelib = [(v, v) for v in self.values] + [(a, t) for a, t in self.aliases]
+            hits = {target for name, target in typelib if name.lower().startswith(low)}
+            if len(hits) == 1:
+                return hits.pop()
         if self.engine == "postgres" and {"on", "off"} <= set(self.values):
             if low in ("true", "yes", "1"):
                 return "on"
@@ -188,12 +248,21 @@ class Knob:
             if value is None:
                 hint = f" (units: {', '.join(units.pg_units_for(self.unit))})" if parsed else ""
                 raise UsageError(f"{self.name}: {text!r} is not a valid {self._kind()}{hint}")
+        elif self.type != "real":
+            value = _my_integer(text)
+            if value is not None and self.unsigned and text.startswith("-"):
+                raise UsageError(f"{self.name}: {text!r} is an incorrect unsigned value: the "
+                                 "server refuses a minus sign here")
+            if value is not None and self.unsigned and value < 0:
+                value %= 1 << 64  # ' -5': past the '-' check, strtoull wraps it around
+            if value is None:
+                raise UsageError(f"{self.name}: {text!r} is not a valid {self._kind()}: not an "
+                                 "integer with an optional K, M, G, T, P or E suffix")
+            value = self._block(value)
         else:
             value = units.my_number(text)
             if value is None:
                 raise UsageError(f"{self.name}: {text!r} is not a valid {self._kind()}")
-            if self.type != "real" and value != int(value):
-                raise UsageError(f"{self.name}: {text!r} is not an integer")
         if not math.isfinite(value):
             raise UsageError(f"{self.name}: {text!r} is not a finite number")
         return float(value) if self.type == "real" else units.pg_round(value)
@@ -266,7 +335,7 @@ class Knob:
             if self.type == "real":
                 return self._check_range(float(value))
             if float(value) == int(value):
-                return self._check_range(int(value))
+                return self._floor(self._block(self._check_range(int(value))))
         raise UsageError(f"{self.name}: {value!r} is not a valid {self._kind()}; "
                          f"allowed: {self.describe_range()}")
 
@@ -480,6 +549,11 @@ def _build_catalog(spec: EngineSpec, flavour: str | None, version: str | None) -
     for name, knob in knobs.items():  # the list's deprecation applies to a curated knob too
         if facts.get(name, {}).get("deprecated"):
             knobs[name] = replace(knob, deprecated=facts[name]["deprecated"])
+        fact = facts.get(name, {})
+        if fact.get("block_size") or fact.get("unsigned") or fact.get("bool_first_digit"):
+            knobs[name] = replace(knobs[name], block_size=fact.get("block_size", 1),
+                                  unsigned=fact.get("unsigned", False),
+                                  first_digit=fact.get("bool_first_digit", False))
     for name in sorted(facts):
         if name not in knobs and name not in absent:
             knobs[name] = _generated_knob(flavour, facts[name], source, v_series)
@@ -609,6 +683,9 @@ def _generated_knob(flavour: str, fact: dict, source: str, major: str) -> Knob:
         config_file=fact.get("config_file", True),
         init_option=None if fact.get("config_file", True) else "cannot be set in a config file",
         curated=False, source=source, deprecated=fact.get("deprecated"),
+        block_size=fact.get("block_size", 1),
+        unsigned=fact.get("unsigned", False),
+        first_digit=fact.get("bool_first_digit", False),
         # MySQL's members come from the recorded sql_mode_names[] (a plain SET); MariaDB's
         # server lists also hold FLAGSET words (optimizer_switch), which read as key=value
         members=tuple(fact.get("members") or ()) if flavour == "mysql" else (),

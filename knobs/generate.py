@@ -112,7 +112,8 @@ def pg_rows(inst) -> list[tuple]:
 
 # -- MariaDB / MySQL -------------------------------------------------------------------------
 MY_QUERY = ("SELECT VARIABLE_NAME, VARIABLE_TYPE, NUMERIC_MIN_VALUE, NUMERIC_MAX_VALUE, "
-            "ENUM_VALUE_LIST, READ_ONLY, DEFAULT_VALUE, VARIABLE_SCOPE, VARIABLE_COMMENT "
+            "ENUM_VALUE_LIST, READ_ONLY, DEFAULT_VALUE, VARIABLE_SCOPE, VARIABLE_COMMENT, "
+            "NUMERIC_BLOCK_SIZE "
             "FROM information_schema.SYSTEM_VARIABLES ORDER BY VARIABLE_NAME")
 # names may hold capitals (MariaDB's wsrep_OSU_method); SYSTEM_VARIABLES names are lowered
 _HELP_VAR = re.compile(r"^([a-z0-9][A-Za-z0-9_-]*)(?:[ \t].*)?$", re.M)  # the variables table
@@ -160,6 +161,25 @@ def my_ignored_options(server: Path, known: set[str]) -> list[str]:
     return sorted(found)
 
 
+def my_first_digit_bools(server: Path, names: list[str]) -> set[str]:
+    """Booleans the server reads by their first digit ('1x' ON, '0x' OFF, no warning): the
+    OPT_ARG booleans of handle_options (InnoDB's innodb_doublewrite); the rest warn ("boolean
+    value '1x' wasn't recognized. Set to OFF", or "ignoring option")."""
+    seen: dict[str, set[str]] = {}
+    for text, want in (("1x", "TRUE"), ("0x", "FALSE")):
+        r = _run_as_server_user([str(server), "--no-defaults",
+                                 *(f"--loose-{n.replace('_', '-')}={text}" for n in names),
+                                 "--verbose", "--help"])
+        warned = {m.replace("-", "_") for m in re.findall(r"option '-*([A-Za-z0-9_-]+)'",
+                                                          r.stderr)}
+        start = r.stdout.find("Variables (--variable-name=value)")
+        table = dict(re.findall(r"^([a-z0-9][A-Za-z0-9_-]*)[ \t]+(\S+)[ \t]*$",
+                                r.stdout[start:], re.M))
+        seen[text] = {n for n in names if n not in warned
+                      and table.get(n.replace("_", "-")) == want}
+    return seen["1x"] & seen["0x"]
+
+
 def _run_as_server_user(argv: list[str]) -> subprocess.CompletedProcess:
     from pmem_advisor.instances.privileges import server_user
 
@@ -169,7 +189,7 @@ def _run_as_server_user(argv: list[str]) -> subprocess.CompletedProcess:
 
 def my_entry(row: tuple, settable: set[str]) -> dict:
     """One SYSTEM_VARIABLES row as a generated catalog entry."""
-    name, vtype, lo, hi, enum_list, read_only, default, scope, comment = row
+    name, vtype, lo, hi, enum_list, read_only, default, scope, comment, block = row
     name = name.lower()
     vtype = (vtype or "").upper()
     entry: dict[str, Any] = {"name": name}
@@ -182,6 +202,10 @@ def my_entry(row: tuple, settable: set[str]) -> dict:
     elif vtype in MY_INT_TYPES:
         entry["type"] = "int"
         entry["min"], entry["max"] = _num(lo), _num(hi)
+        if block and int(block) > 1:  # my_getopt rounds the value down to a multiple
+            entry["block_size"] = int(block)
+        if vtype.endswith("UNSIGNED"):  # my_getopt refuses any '-' ("Incorrect unsigned value")
+            entry["unsigned"] = True
     elif vtype == "DOUBLE":
         entry["type"] = "real"
         entry["min"], entry["max"] = _num(lo), _num(hi)
@@ -225,6 +249,12 @@ def collect(binary) -> dict:
             source = "information_schema.SYSTEM_VARIABLES"
             options = sorted(settable - {k["name"] for k in knobs})
             ignored = my_ignored_options(binary.server, settable | {k["name"] for k in knobs})
+            if binary.flavour == "mariadb":
+                digit = my_first_digit_bools(binary.server, [
+                    k["name"] for k in knobs if k["type"] == "bool" and k["config_file"]])
+                for k in knobs:
+                    if k["name"] in digit:
+                        k["bool_first_digit"] = True
         inst.stop()
         paths, host = (str(inst.home), str(inst.data_dir)), socket.gethostname()
     for knob in knobs:  # this instance's paths and this host's name are no server defaults

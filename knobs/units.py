@@ -42,6 +42,10 @@ def pg_number(text: str, *, integer: bool = False) -> tuple[float, str] | None:
     m = _PG_NUMBER.match(text)
     if not m:
         return None
+    if integer and not re.match(r"\s*[-+]?\d", text) and not text.startswith("."):
+        # parse_int: strtol converts nothing, and only a '.' right at the start sends the
+        # text on to strtod: ' .5' and '-.5' are refused where '.5' is read
+        return None
     num = m.group(1)
     digits = num.lstrip("+-")
     if "0x" in num.lower():
@@ -60,10 +64,19 @@ def pg_to_base(value: float, unit: str, base: str | None) -> float | None:
     if not unit:
         return value
     if base in BASE_BYTES and unit in PG_MEMORY:
-        return value * PG_MEMORY[unit] / BASE_BYTES[base]
-    if base in BASE_US and unit in PG_TIME_US:
-        return value * PG_TIME_US[unit] / BASE_US[base]
-    return None
+        table, base_size = PG_MEMORY, BASE_BYTES[base]
+    elif base in BASE_US and unit in PG_TIME_US:
+        table, base_size = PG_TIME_US, BASE_US[base]
+    else:
+        return None
+    # guc.c convert_to_base_unit: a fraction of a unit is first rounded (rint) to a whole
+    # number of the next smaller unit ('0.11min' is 7s, not 6.6s; '1.5GB' stays 1536MB)
+    sizes = sorted(table.values())
+    smaller = [u for u in sizes if u < table[unit]]
+    if smaller:
+        step = smaller[-1]
+        return round(value * table[unit] / step) * step / base_size
+    return value * table[unit] / base_size
 
 
 def pg_units_for(base: str | None) -> list[str]:

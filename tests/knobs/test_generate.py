@@ -28,13 +28,15 @@ def test_system_variables_rows_map_to_catalog_entries():
     settable = {"max_binlog_cache_size", "character_set_server"}
     e = generate.my_entry(("MAX_BINLOG_CACHE_SIZE", "BIGINT UNSIGNED", "4096",
                            "18446744073709547520", None, "NO", "18446744073709547520",
-                           "GLOBAL", "x"), settable)
+                           "GLOBAL", "x", "4096"), settable)
     assert e["max"] == 18446744073709547520 and e["scope"] == "reload" and e["config_file"]
+    assert e["block_size"] == 4096 and e["unsigned"]  # my_getopt rounds to it, refuses '-'
+
     e = generate.my_entry(("CHARACTER_SET_SERVER", "ENUM", None, None, None, "NO", "latin1",
-                           "SESSION", "x"), settable)
+                           "SESSION", "x", None), settable)
     assert e["type"] == "string" and e["scope"] == "session"  # an ENUM without a list
     e = generate.my_entry(("HOSTNAME", "VARCHAR", None, None, None, "YES", None, "GLOBAL",
-                           "x"), settable)
+                           "x", None), settable)
     assert (e["scope"], e["config_file"]) == ("restart", False)
 
 

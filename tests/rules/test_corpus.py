@@ -70,16 +70,18 @@ def test_postgres_corpus_verdicts_are_the_servers(major, run_cli, tmp_path, caps
     from pmem_advisor.engines.server_validate import validate_config
 
     binary = _server("postgres", "postgresql", major)
-    wrong, compared = [], 0
+    wrong, compared, files = [], 0, 0
     for path in _files("postgres"):
         for i, (label, text) in enumerate(_variants(path, HOST_PATHS["postgres"])):
+            files += 1
             doc = _gate(run_cli, tmp_path, "postgres", major, text, f"pg{i}.conf")
             report = validate_config(parse_postgresql_conf(str(tmp_path / f"pg{i}.conf")),
                                      "postgres", binary=binary)
             compared += len(report.checks)
             wrong += [f"{label}: {w}" for w in _compare(report, _refused_by_gate(doc))]
     with capsys.disabled():
-        print(f"\ncorpus PostgreSQL {major}: {compared} verdicts compared, {len(wrong)} wrong")
+        print(f"\ncorpus PostgreSQL {major}: {files} files, {compared} verdicts compared, "
+              f"{len(wrong)} wrong")
     assert compared > 100 and not wrong, "\n".join(wrong)
 
 

@@ -22,7 +22,12 @@ from pmem_advisor.knobs.configfile import (
 _ID = r"[A-Za-z_\x80-\uffff][A-Za-z0-9_$\x80-\uffff]*"
 _NAME = rf"{_ID}(?:\.{_ID})?"
 _STRING = r"'(?:[^'\\\n]|\\.|'')*'"
-_UNQUOTED = r"[-+]?[A-Za-z0-9_.:/\x80-\uffff][-+A-Za-z0-9_.:/\x80-\uffff]*"
+# guc-file.l's other value tokens, one each: INTEGER (digits or 0x hex, then unit letters),
+# REAL (a dot, an optional exponent: no unit may follow, so '1.5s' and '1e5' must be quoted)
+# and UNQUOTED_STRING (a letter first, then letters, digits and -._:/)
+_UNQUOTED = (r"[-+]?(?:0x[0-9a-fA-F]+|[0-9]+)[a-zA-Z]*(?![.0-9])"
+             r"|[-+]?[0-9]*\.[0-9]*(?:[Ee][-+]?[0-9]+)?"
+             r"|[A-Za-z_\x80-\uffff][-A-Za-z0-9_.:/\x80-\uffff]*")
 # Atomic groups: the name and the value are single tokens as in the server's lexer, so a long
 # line that does not parse fails in linear time instead of retrying every split of the name.
 _LINE = re.compile(rf"^[ \t\r\f]*(?P<name>(?>{_NAME}))[ \t\r\f]*(?:=[ \t\r\f]*)?"
