@@ -10,6 +10,8 @@ import typer
 
 # Metavars as the docs write them (Typer prints <str>, <bool>, <list[str]> otherwise).
 _NUMBER_METAVAR = {int: "N", float: "NUMBER"}
+_CLICK_NUMBER = {"int": int, "integer": int, "int range": int, "integer range": int, "float": float,
+                 "float range": float}  # typer < 0.29: its click types by name
 _WORD_METAVAR = {"dir": "DIR", "file": "FILE", "out": "PATH", "path": "PATH", "set": "NAME=VALUE",
                  "dsn": "DSN", "storage": "URL", "root": "DIR", "json": "FILE"}
 
@@ -29,9 +31,13 @@ def docs_metavars(command: Any) -> Any:
             param.metavar = ""
         elif desc is not None and desc.is_choice and desc.choices:
             param.metavar = "|".join(str(getattr(c, "value", c)) for c in desc.choices)
+        elif desc is None and getattr(param.type, "choices", None):  # typer < 0.29: click's
+            param.metavar = "|".join(str(getattr(c, "value", c)) for c in param.type.choices)
         else:
             last = max(param.opts, key=len).lstrip("-").split("-")[-1]
-            number = _NUMBER_METAVAR.get(getattr(desc, "annotation", None))
+            kind = (getattr(desc, "annotation", None) if desc is not None else
+                    _CLICK_NUMBER.get(getattr(param.type, "name", None)))
+            number = _NUMBER_METAVAR.get(kind)
             param.metavar = number or _WORD_METAVAR.get(last) or last.upper()
     try:  # --help is made on demand: make it now so that it shows no "<bool>" either
         from typer._click import Context
@@ -54,8 +60,10 @@ def checked_numbers(command: Any) -> Any:
     """Every int/float option of every command is finite and in 0..NUMBER_FLAG_MAX: ``--duration
     inf``, ``nan`` or ``-5`` is bad input (exit 2) naming the option, not a hang or a crash."""
     for param in getattr(command, "params", []):
-        desc = getattr(param, "type_descriptor", None)
-        if getattr(desc, "annotation", None) not in (int, float) or getattr(param, "count", False):
+        desc = getattr(param, "type_descriptor", None)  # typer >= 0.29
+        numeric = (getattr(desc, "annotation", None) in (int, float) if desc is not None
+                   else getattr(getattr(param, "type", None), "name", None) in _CLICK_NUMBER)
+        if not numeric or getattr(param, "count", False):
             continue
         param.callback = _range_check(param.callback)
     for sub in (getattr(command, "commands", None) or {}).values():
