@@ -20,64 +20,25 @@
 
 from __future__ import annotations
 
-import enum
-import errno
 import json
-import re
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from pmem_advisor.cli.formats import (  # re-exported: output is the one output API
+    FORMAT_ALIASES,
+    TABLE_FORMATS,
+    OutputFormat,
+    chosen_format,
+    format_option,
+)
+from pmem_advisor.cli.safetext import SafeConsole, safe_text, styled
+from pmem_advisor.cli.streams import stdout_closed, unwrap_pacified_streams
 from pmem_advisor.report.describe import EMULATION_NOTE
 from pmem_advisor.schemas import stamp
-
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def _visible(m: re.Match) -> str:
-    c = ord(m.group())
-    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
-
-
-def safe_text(text: object) -> str:
-    """``text`` with every control character (but tab and newline) and bidi override made a
-    visible escape: what a terminal shows, never what it obeys."""
-    return _UNSAFE.sub(_visible, str(text))
-
-
-class SafeConsole(Console):
-    """A rich Console that renders every string through ``safe_text`` (prints and table cells
-    alike) and, unless a caller asks for it with its own escaping, no markup."""
-
-    def on_broken_pipe(self) -> None:
-        """rich would exit 1 here; a reader that went away (``| head``) is main()'s to end,
-        with exit 0 (see cli.main)."""
-        self.quiet = True
-        raise BrokenPipeError(errno.EPIPE, "the reader of the output went away")
-
-    def render_str(self, text: str, **kwargs: Any) -> Text:
-        return super().render_str(safe_text(text), **kwargs)
-
-    def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: A003 - rich's name
-        objects = tuple(_safe_text_object(o) for o in objects)
-        super().print(*objects, **kwargs)
-
-
-def _safe_text_object(o: Any) -> Any:
-    if isinstance(o, Text) and _UNSAFE.search(o.plain):
-        o = o.copy()
-        o.plain = _UNSAFE.sub("?", o.plain)  # same length: the styles keep their places
-    return o
-
-
-def styled(text: object, style: str) -> Text:
-    """Coloured text that is still only text (no markup is parsed from ``text``)."""
-    return Text(_UNSAFE.sub("?", str(text)), style=style)
-
 
 # Human-facing output goes to stderr so that ``--json`` on stdout stays machine-readable.
 console = SafeConsole(stderr=True, highlight=False, markup=False)
@@ -85,46 +46,6 @@ out = SafeConsole(highlight=False, soft_wrap=True, markup=False)
 
 # 0 quiet (-q), 1 normal, 2 verbose (-v); set once by the root command in cli/main.py.
 VERBOSITY = 1
-
-
-class OutputFormat(enum.StrEnum):
-    """What ``--format`` accepts where a table is printed: a table (rich on a terminal, plain
-    when piped), tsv, json."""
-
-    table = "table"
-    tsv = "tsv"
-    json = "json"
-
-
-TABLE_FORMATS = ("table", "tsv", "json")
-# Spellings kept from earlier releases: a script that said --format text still works.
-FORMAT_ALIASES = {"text": "table"}
-
-
-def format_option(formats: Sequence[str] = TABLE_FORMATS, *, help: str | None = None) -> Any:
-    """The one ``--format`` option: the first of ``formats`` is the default; a format the
-    command does not print is bad usage (exit 2) naming the ones it does."""
-    import typer
-
-    def check(value: str) -> str:
-        chosen = FORMAT_ALIASES.get(value, value) if FORMAT_ALIASES.get(value) in formats \
-            else value
-        if chosen not in formats:
-            raise typer.BadParameter(f"{value!r} is not a format of this command; it prints "
-                                     f"{', '.join(formats)}")
-        return chosen
-
-    default_help = {"table": "table: a table (one row per line, never wrapped, when piped)",
-                    "tsv": "tsv: tab-separated with a header line", "json": "json: JSON",
-                    "text": "text: lines a person reads", "junit": "junit: JUnit XML for CI",
-                    "conf": "conf: the config file", "sql": "sql: statements that apply it"}
-    return typer.Option(formats[0], "--format", metavar="|".join(formats), callback=check,
-                        help=help or "; ".join(default_help.get(f, f) for f in formats) + ".")
-
-
-def chosen_format(fmt: str, json_out: bool = False) -> str:
-    """``--json`` is short for ``--format json``."""
-    return "json" if json_out else fmt
 
 
 def set_verbosity(level: int) -> None:
@@ -230,32 +151,6 @@ def print_json(data: Any, schema: str | None = None, **target: Any) -> None:
         data = stamp(data, schema, **target)
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
     sys.stdout.flush()
-
-
-def stdout_closed() -> int:
-    """The reader of stdout went away (``| head -1``): point stdout at /dev/null so that
-    nothing (the interpreter's last flush included) fails on it again; a success, exit 0."""
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # a stdout without a descriptor (tests)
-        pass
-    return 0
-
-
-def unwrap_pacified_streams() -> bool:
-    """Whether click met a closed stdout (it then wraps both streams to silence their last
-    flush and exits 1); the streams are unwrapped again."""
-    pacified = False
-    for name in ("stdout", "stderr"):
-        stream = getattr(sys, name)
-        if type(stream).__name__ == "PacifyFlushWrapper":
-            setattr(sys, name, stream.wrapped)
-            pacified = True
-    return pacified
 
 
 __all__ = [
