@@ -30,17 +30,23 @@ def _compile(out: str, with_libpmem: bool) -> None:
     assert r.returncode == 0, r.stderr
 
 
-def test_builds_warning_free_with_libpmem(tmp_path):
-    _compile(str(tmp_path / "_pmembw.so"), with_libpmem=True)
-
-
-def test_msync_only_build_is_warning_free_and_measures(tmp_path):
+def _plain_module(tmp_path):
+    """The kernel built without libpmem (msync on files, CLFLUSH on device DAX), loaded."""
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     so = tmp_path / f"_pmembw{suffix}"
     _compile(str(so), with_libpmem=False)
     spec = importlib.util.spec_from_file_location("_pmembw", so)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_builds_warning_free_with_libpmem(tmp_path):
+    _compile(str(tmp_path / "_pmembw.so"), with_libpmem=True)
+
+
+def test_msync_only_build_is_warning_free_and_measures(tmp_path):
+    mod = _plain_module(tmp_path)
     assert mod.HAVE_LIBPMEM == 0
     data = tmp_path / "ws"
     data.write_bytes(b"\0" * (8 << 20))
@@ -67,12 +73,7 @@ def test_msync_only_build_flushes_lines_on_a_character_device(tmp_path):
 
     if platform.machine() not in ("x86_64", "i686", "i386"):
         pytest.skip("CLFLUSH is x86")
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    so = tmp_path / f"_pmembw{suffix}"
-    _compile(str(so), with_libpmem=False)
-    spec = importlib.util.spec_from_file_location("_pmembw", so)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _plain_module(tmp_path)
     m = mod.Mapping("/dev/zero", 8 << 20)
     try:
         assert (m.size, m.is_pmem, m.persist_method) == (8 << 20, False, "clflush")
