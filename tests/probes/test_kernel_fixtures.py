@@ -120,6 +120,7 @@ def _numa2_tree(tmp_path: Path, package_of_cpu1: int) -> dict:
         # our own committed fixtures; the filter only where this Python has it (3.11.4+)
         tar.extractall(tmp_path, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     pkg = tmp_path / "sys/devices/system/cpu/cpu1/topology/physical_package_id"
+    pkg.chmod(0o644)  # captured read-only (sysfs/procfs modes): root alone writes it as is
     pkg.write_text(f"{package_of_cpu1}\n")
     return probe(SysAccess(str(tmp_path), kind="root"), [], measure=False)
 

@@ -156,6 +156,7 @@ def _tree_with_dax_option(tmp_path: Path, name: str, mountpoint: str, option: st
             changed += 1
         lines.append(" ".join(fields))
     assert changed == 1, f"{mountpoint} not once in the snapshot's mountinfo"
+    info.chmod(0o644)  # captured read-only (sysfs/procfs modes): root alone writes it as is
     info.write_text("\n".join(lines) + "\n")
     return str(tmp_path)
 
