@@ -349,6 +349,16 @@ def plan(mod, dsn: str, fast_arg: str, *, slow_path: str | None = None,
                 notes, unsafe, r.extra)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def sql_comment(text: str) -> str:
+    """One ``--`` comment line of the emitted SQL. Object names come from the server and may
+    hold a newline (a quoted identifier can): unescaped, the rest of such a name would be a
+    statement of its own when the DBA pipes the file into psql or mariadb."""
+    return "-- " + _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def duration(size: int, p: Plan) -> str:
     """How long copying ``size`` bytes between the tiers takes at the measured bandwidth."""
     s = size / min(p.fast.bandwidth, p.slow.bandwidth)

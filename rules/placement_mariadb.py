@@ -39,6 +39,7 @@ from pmem_advisor.rules.placement import (
     Reading,
     duration,
     server_can_write,
+    sql_comment,
 )
 
 NAME = "mariadb"  # Plan.engine
@@ -357,27 +358,28 @@ def moves(p: Plan) -> list[tuple[str, str, list[str], str]]:
 
 
 def render_sql(p: Plan) -> str:
-    lines = [f"-- pmem-advisor place mariadb: {p.window}; {p.fast_share:.0%} of I/O expected on "
-             f"{p.fast.path}",
+    lines = [sql_comment(f"pmem-advisor place mariadb: {p.window}; {p.fast_share:.0%} of I/O "
+                         f"expected on {p.fast.path}"),
              "-- backups and replicas: mariadb-backup restores a DATA DIRECTORY table to its "
              "path (which must exist there); a replica rebuilds nothing unless the statements "
              "replicate (set sql_log_bin = 0 to keep them local)",
              "-- online DDL would not block writes, but no online ALTER moves an InnoDB file"]
-    lines += [f"-- {n}" for n in p.notes if n.startswith("UNSAFE")]
+    lines += [sql_comment(n) for n in p.notes if n.startswith("UNSAFE")]
     lines.append(f"SET SESSION lock_wait_timeout = {LOCK_WAIT_S};")
     for _name, comment, stmts, _new in moves(p):
-        lines.append(f"-- {comment}")
+        lines.append(sql_comment(comment))
         lines += [s + ";" for s in stmts]
     for o in p.objects:
         if o.on_fast and o.kind == "wal":
-            lines.append(f"-- the redo log moves by innodb_log_group_home_dir = {p.fast.path} "
-                         "in my.cnf and a restart after a clean shutdown (move ib_logfile0 "
-                         "there with the server stopped), not by SQL")
+            lines.append(sql_comment(
+                f"the redo log moves by innodb_log_group_home_dir = {p.fast.path} in my.cnf "
+                "and a restart after a clean shutdown (move ib_logfile0 there with the server "
+                "stopped), not by SQL"))
         elif o.on_fast and o.kind == "temp":
-            lines.append("-- InnoDB's temporary tablespace moves by innodb_temp_data_file_path "
-                         f"= ../..{p.fast.path}/ibtmp1:12M:autoextend (relative to "
-                         "innodb_data_home_dir) or tmpdir for other temporary files, in my.cnf "
-                         "and a restart, not by SQL")
+            lines.append(sql_comment(
+                "InnoDB's temporary tablespace moves by innodb_temp_data_file_path = "
+                f"../..{p.fast.path}/ibtmp1:12M:autoextend (relative to innodb_data_home_dir) "
+                "or tmpdir for other temporary files, in my.cnf and a restart, not by SQL"))
     return "\n".join(lines) + "\n"
 
 

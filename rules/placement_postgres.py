@@ -25,6 +25,7 @@ from pmem_advisor.rules.placement import (
     Reading,
     duration,
     server_can_write,
+    sql_comment,
 )
 
 NAME = "postgres"  # Plan.engine
@@ -176,13 +177,14 @@ def statements(p: Plan) -> list[tuple[str, str]]:
 
 
 def render_sql(p: Plan) -> str:
-    lines = [f"-- pmem-advisor place: {p.window}; {p.fast_share:.0%} of I/O expected on "
-             f"{p.fast.path}", "-- backups and replicas: a tablespace is a path on every "
-             "standby too (pg_basebackup maps it with --tablespace-mapping)"]
-    lines += [f"-- {n}" for n in p.notes if n.startswith("UNSAFE")]
+    lines = [sql_comment(f"pmem-advisor place: {p.window}; {p.fast_share:.0%} of I/O expected "
+                         f"on {p.fast.path}"),
+             "-- backups and replicas: a tablespace is a path on every standby too "
+             "(pg_basebackup maps it with --tablespace-mapping)"]
+    lines += [sql_comment(n) for n in p.notes if n.startswith("UNSAFE")]
     for comment, stmt in statements(p):
         if comment:
-            lines.append(f"-- {comment}")
+            lines.append(sql_comment(comment))
         if stmt:
             lines.append(stmt + ";")
     return "\n".join(lines) + "\n"
