@@ -361,15 +361,34 @@ def sigterm_as_interrupt():
         yield
         return
     previous = signal.getsignal(signal.SIGTERM)
+    previous_hook = sys.unraisablehook
 
     def handler(signum: int, frame: object) -> None:
         raise _SigTerm("terminated by SIGTERM")
 
+    def redeliver(unraisable: Any) -> None:
+        # A signal that lands while a finalizer or a weakref callback runs (SQLAlchemy's
+        # gc callbacks, found by CI) raises there, and Python only prints "Exception
+        # ignored": the run would go on to its end and exit 0. The signal is sent again, so
+        # its handler raises at the next point in ordinary code. It is sent from another
+        # thread a moment later: sent from here, the handler would raise inside this hook
+        # (still inside the finalizer) and be lost again.
+        exc_type = getattr(unraisable, "exc_type", None)
+        if isinstance(exc_type, type) and issubclass(exc_type, KeyboardInterrupt):
+            signum = signal.SIGTERM if issubclass(exc_type, _SigTerm) else signal.SIGINT
+            again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+            again.daemon = True
+            again.start()
+            return
+        previous_hook(unraisable)
+
     signal.signal(signal.SIGTERM, handler)
+    sys.unraisablehook = redeliver
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        sys.unraisablehook = previous_hook
 
 
 def run_recorded(tuner: Tuner, study: optuna.Study, *, cleanup: Any = None
