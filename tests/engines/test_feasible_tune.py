@@ -38,7 +38,10 @@ def _runs_here(engine: str) -> str | None:
 # On disk the same trials run more slowly and prove nothing the tmpfs runs do not about
 # completing; tests/engines/*/test_tune.py keep a disk run per engine in make test.
 @pytest.mark.parametrize("where", ["/dev/shm", pytest.param("/var/tmp", marks=pytest.mark.long)])
-@pytest.mark.parametrize("case", sorted(CASES))
+# tarantool-vinyl on /dev/shm is long: make test keeps vinyl's every-trial-completes check in
+# tests/engines/tarantool/test_tune.py's vinyl run (on disk, summary failures and count)
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.long)
+                                  if c == "tarantool-vinyl" else c for c in sorted(CASES)])
 def test_every_trial_completes(run_cli, tmp_path, case, where):
     engine, workload, scale, fix = CASES[case]
     missing = _runs_here(engine)
