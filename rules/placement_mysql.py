@@ -179,10 +179,11 @@ def snapshot(cur, server: dict) -> dict:
             "temp_dir": os.path.normpath(os.path.join(datadir, temp_dir))}
 
 
-def _where(snap: dict) -> tuple[dict, dict]:
-    """Each table (``db.t``) -> (space name, type, absolute path, file size), and each general
-    tablespace's absolute path -> its name."""
-    tables = {}
+def _where(snap: dict) -> tuple[dict, dict, dict]:
+    """Each table (``db.t``) -> (space name, type, absolute path, file size); each general
+    tablespace's absolute path -> its name; each file of one table (partitions: several a
+    table) -> the table."""
+    tables, own = {}, {}
     for tname, sname, stype, path, size in snap["spaces"]:
         if not tname or "/" not in tname:
             continue
@@ -190,21 +191,21 @@ def _where(snap: dict) -> tuple[dict, dict]:
         full = os.path.normpath(os.path.join(snap["datadir"], path)) if path else ""
         # FILE_SIZE is 2^32-1 (or 2^64-1) when the server cannot stat the file: unknown
         size = 0 if int(size or 0) in (2**32 - 1, 2**64 - 1) else int(size or 0)
+        if full and stype != "General":
+            own[full] = key
         old = tables.get(key)
         if old and stype != "General":  # partitions: one table, several files
             size += old[3]
         tables[key] = (sname or "innodb_system", stype or "System", full, size)
     general = {os.path.normpath(os.path.join(snap["datadir"], p)): n
                for n, p, _s in snap["general"] if p}
-    return tables, general
+    return tables, general, own
 
 
 def _counts(snap: dict) -> dict:
     """[reads, writes] in file operations per table file (``db.t``), per general tablespace
     (``("ts", name)``), ``redo`` and ``temp``."""
-    tables, general = _where(snap)
-    by_path = {path: key for key, (_n, stype, path, _s) in tables.items()
-               if path and stype != "General"}
+    _tables, general, by_path = _where(snap)
     temp_file = os.path.basename((snap["temp_path"] or "ibtmp1").split(":")[0])
     out: dict = {}
     for fname, event, reads, writes, _br, _bw in snap["files"]:
@@ -232,7 +233,7 @@ def objects(before: dict | None, after: dict) -> tuple[list[Obj], dict, list[str
         a, b = now.get(key, [0.0, 0.0])[i], old.get(key, [0.0, 0.0])[i]
         return a - b if a >= b else a  # a file rebuilt in the window: its counters began anew
 
-    where, _general = _where(after)
+    where = _where(after)[0]
     rows = []
     for schema, table, size, options in after["tables"]:
         key = f"{schema}.{table}"
@@ -371,7 +372,9 @@ def moves(p: Plan) -> list[tuple[str, str, str]]:
                     f"it (an exclusive metadata lock at its end); {duration(o.size, p)} "
                     f"({o.size} bytes at the measured "
                     f"{min(p.fast.bandwidth, p.slow.bandwidth) / 1e6:.0f} MB/s); needs the "
-                    "table's size free on the target during the copy",
+                    "table's size free on the target during the copy"
+                    + ("" if o.on_fast else f"; {ts}'s file keeps the freed space (a general "
+                       "tablespace never shrinks)"),
                     _alter(f, dest)))
     if p.existing_tablespace is None and any(s.endswith(f"TABLESPACE={_ident(ts)}, "
                                                         "ALGORITHM=COPY") for *_x, s in out):
