@@ -364,6 +364,19 @@ def test_the_cli_plans_on_the_recorded_server_with_allow_unsafe(monkeypatch, dir
     assert "UNSAFE" in out and "UNSAFE" in err and "since the server started" in err
 
 
+def test_the_json_plan_validates_against_its_schema(monkeypatch, dirs, run_cli):
+    from pmem_advisor import schemas
+
+    data, known, fast = dirs("/dev/shm")
+    _replay_cli(monkeypatch, _fixture(data, known, fast))
+    code, out, err = run_cli("place", "mysql", "--dsn", DSN, "--fast", f"{fast}:3M",
+                             "--allow-unsafe", "--format", "json", "--tablespace", "fast1")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert schemas.validate(doc) == "pmem-advisor.place/1"
+    assert doc["engine"] == "mysql" and doc["tablespace"] == "fast1" and doc["unsafe"]
+
+
 def _mariadb_service() -> dict:
     from pmem_advisor.instances.live import read_server
 
