@@ -88,15 +88,13 @@ def _preconditions(cur, server: dict) -> None:
     one-line refusals otherwise (before the window)."""
     if server.get("flavour") != "mariadb":
         raise UsageError(f"place mariadb: the server is {server.get('flavour')} "
-                         f"{server.get('version')}, not MariaDB (place mysql: not yet)")
+                         f"{server.get('version')}, not MariaDB: use place mysql")
     ps, fpt = _rows(cur, "SELECT @@performance_schema, @@innodb_file_per_table")[0]
     if not int(ps):
         raise EnvironmentProblem("performance_schema is OFF (MariaDB's default): place reads "
                                  "its per-file I/O counters",
                                  hint="set performance_schema = ON under [mysqld] and restart")
-    on = _rows(cur, "SELECT ENABLED FROM performance_schema.setup_instruments WHERE NAME = %s",
-               (DATA,))
-    if not on or on[0][0] != "YES":
+    if not _instrument_on(cur):
         raise EnvironmentProblem(f"performance_schema's {DATA} instrument is off: no per-file "
                                  "I/O counters to place by",
                                  hint="UPDATE performance_schema.setup_instruments SET "
@@ -107,21 +105,30 @@ def _preconditions(cur, server: dict) -> None:
                          " (tables then move one by one as they are rebuilt)")
 
 
-def snapshot(cur, datadir: str) -> dict:
-    """Every counter the plan needs, read in one go."""
+def _tables(cur) -> tuple[str | None, list[tuple]]:
+    """The DSN's database (None: every non-system schema) and its InnoDB base tables:
+    (schema, table, data_length + index_length, create_options). The same
+    information_schema.TABLES on MariaDB and MySQL 8 (place mysql shares it)."""
     db = _rows(cur, "SELECT DATABASE()")[0][0]
     where, args = ("t.TABLE_SCHEMA = %s", (db,)) if db else (
         "t.TABLE_SCHEMA NOT IN (" + ", ".join(["%s"] * len(SYSTEM_SCHEMAS)) + ")",
         SYSTEM_SCHEMAS)
-    tables = _rows(cur, "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.DATA_LENGTH + t.INDEX_LENGTH,"
-                   " t.CREATE_OPTIONS FROM information_schema.TABLES t WHERE t.ENGINE = 'InnoDB'"
-                   f" AND t.TABLE_TYPE = 'BASE TABLE' AND {where}", args)
-    spaces = _rows(cur, "SELECT NAME, FILENAME, FILE_SIZE FROM "
-                   "information_schema.INNODB_SYS_TABLESPACES")
-    files = _rows(cur, "SELECT FILE_NAME, EVENT_NAME, COUNT_READ, COUNT_WRITE, "
-                  "SUM_NUMBER_OF_BYTES_READ, SUM_NUMBER_OF_BYTES_WRITE FROM "
-                  "performance_schema.file_summary_by_instance WHERE EVENT_NAME IN (%s, %s, %s)",
-                  (DATA, LOG, TEMP))
+    return db, _rows(cur, "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.DATA_LENGTH + t.INDEX_LENGTH,"
+                     " t.CREATE_OPTIONS FROM information_schema.TABLES t WHERE t.ENGINE = "
+                     f"'InnoDB' AND t.TABLE_TYPE = 'BASE TABLE' AND {where}", args)
+
+
+def _files(cur) -> list[tuple]:
+    """performance_schema's per-file I/O of InnoDB's data, redo and temporary files (the same
+    table and instrument names on MariaDB and MySQL 8)."""
+    return _rows(cur, "SELECT FILE_NAME, EVENT_NAME, COUNT_READ, COUNT_WRITE, "
+                 "SUM_NUMBER_OF_BYTES_READ, SUM_NUMBER_OF_BYTES_WRITE FROM "
+                 "performance_schema.file_summary_by_instance WHERE EVENT_NAME IN (%s, %s, %s)",
+                 (DATA, LOG, TEMP))
+
+
+def _row_io(cur) -> dict[str, float]:
+    """Logical row operations per table (``db.t``), {} when the table instrument is off."""
     row_io = {}
     try:
         for s, t, r, w in _rows(cur, "SELECT OBJECT_SCHEMA, OBJECT_NAME, COUNT_READ, COUNT_WRITE"
@@ -130,6 +137,23 @@ def snapshot(cur, datadir: str) -> dict:
             row_io[f"{s}.{t}"] = float(r or 0) + float(w or 0)
     except Exception:  # noqa: BLE001 - the driver's error: the table instrument is optional
         pass
+    return row_io
+
+
+def _instrument_on(cur) -> bool:
+    """performance_schema's InnoDB data file instrument is enabled."""
+    on = _rows(cur, "SELECT ENABLED FROM performance_schema.setup_instruments WHERE NAME = %s",
+               (DATA,))
+    return bool(on) and on[0][0] == "YES"
+
+
+def snapshot(cur, datadir: str) -> dict:
+    """Every counter the plan needs, read in one go."""
+    db, tables = _tables(cur)
+    spaces = _rows(cur, "SELECT NAME, FILENAME, FILE_SIZE FROM "
+                   "information_schema.INNODB_SYS_TABLESPACES")
+    files = _files(cur)
+    row_io = _row_io(cur)
     status = dict(_rows(cur, "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema."
                         "GLOBAL_STATUS WHERE VARIABLE_NAME IN ('UPTIME', 'INNODB_LOG_WRITES')"))
     log_size, log_home, temp_path = _rows(cur, "SELECT @@innodb_log_file_size, "
@@ -292,16 +316,19 @@ def read(dsn: str, server: dict, fast_path: str, *, interval: float | None, tabl
                 ("a foreign key", "a trigger") else "")
              + "); dump and reload it into a table created with DATA DIRECTORY"
              for n, f in facts.items() if f["blocked"]]
-    if interval:
-        window = f"interval {interval:g} s"
-    else:
-        up = first["uptime_s"]
-        ago = f"{up / 3600:.1f} h" if up >= 3600 else f"{up:.0f} s"
-        window = (f"lifetime counters (since the server started {ago} ago, or "
-                  "performance_schema was truncated)")
-        notes.append("counters since the server started, not the current load: give "
-                     "--interval SECONDS to plan on what the server does now")
+    window = _window(interval, first["uptime_s"], notes)
     return Reading(objs, window, notes, existing, "DATA DIRECTORY", COUNTERS, {"tables": facts})
+
+
+def _window(interval: float | None, uptime_s: float, notes: list[str]) -> str:
+    """What the counters cover; without an interval a note that they are the lifetime's."""
+    if interval:
+        return f"interval {interval:g} s"
+    ago = f"{uptime_s / 3600:.1f} h" if uptime_s >= 3600 else f"{uptime_s:.0f} s"
+    notes.append("counters since the server started, not the current load: give "
+                 "--interval SECONDS to plan on what the server does now")
+    return (f"lifetime counters (since the server started {ago} ago, or "
+            "performance_schema was truncated)")
 
 
 # -- SQL --------------------------------------------------------------------------------------

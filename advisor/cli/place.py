@@ -12,7 +12,7 @@ SCHEMA = "pmem-advisor.place/1"
 
 
 def place_cmd(
-    db: str = typer.Argument(..., help="postgres or mariadb (mysql: not yet)."),
+    db: str = typer.Argument(..., help="postgres, mariadb or mysql (8.0+)."),
     fast: str = typer.Option(..., "--fast", help="The fast tier: PATH[:SIZE] (an empty "
                              "directory owned by the server's user; SIZE defaults to its "
                              "free space)."),
@@ -25,7 +25,8 @@ def place_cmd(
                                           "counters of this many seconds (two snapshots); "
                                           "else on the lifetime counters."),
     tablespace: str = typer.Option("pmem_fast", "--tablespace", help="The fast tablespace "
-                                   "(PostgreSQL; MariaDB places by DATA DIRECTORY)."),
+                                   "(PostgreSQL, MySQL's general tablespace; MariaDB places "
+                                   "by DATA DIRECTORY)."),
     allow_unsafe: bool = typer.Option(False, "--allow-unsafe", help="Accept a non-durable "
                                       "fast tier (tmpfs) for data: test hosts only."),
     apply: bool = typer.Option(False, "--apply", help="Run the SQL on the server (each "
@@ -34,15 +35,17 @@ def place_cmd(
 ) -> None:
     """Place objects on the fast tier by the I/O time they would save per byte."""
     from pmem_advisor.connection import resolve_dsn
-    from pmem_advisor.rules import placement, placement_mariadb, placement_postgres
+    from pmem_advisor.rules import (
+        placement,
+        placement_mariadb,
+        placement_mysql,
+        placement_postgres,
+    )
 
     engine = {"postgres": placement_postgres, "postgresql": placement_postgres,
-              "mariadb": placement_mariadb}.get(db.lower())
-    if db.lower() == "mysql":
-        raise UsageError("place mysql: not yet (general tablespaces, docs/placement.md); "
-                         "postgres and mariadb in this version")
+              "mariadb": placement_mariadb, "mysql": placement_mysql}.get(db.lower())
     if engine is None:
-        raise UsageError(f"place reads postgres or mariadb, not {db!r}")
+        raise UsageError(f"place reads postgres, mariadb or mysql, not {db!r}")
     dsn = resolve_dsn(dsn, dsn_file)
     if not dsn:
         raise UsageError("place reads a running server: give --dsn or --dsn-file")
