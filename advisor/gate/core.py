@@ -44,6 +44,7 @@ class CheckTarget:
     server_names: frozenset | None = None
     pid: int | None = None
     files: list[str] = field(default_factory=list)  # the config file and its includes
+    tier_paths: list[str] = field(default_factory=list)  # where its objects live (CK030)
 
 
 @dataclass
@@ -335,9 +336,25 @@ def _use_server(t: CheckTarget, dsn: str, db: str | None, *, elsewhere_ok: bool,
         t.wal_dir = t.wal_dir or server["wal_dir"]
         t.pid = server["pid"]
         notes.extend(server.get("notes") or ())  # what an ordinary user could not read
+        _use_tiers(t, dsn, server, notes)
     elif not elsewhere_ok:
         notes.append("the server runs on another host: its paths, memory and PMEM are not "
                      "this host's; run `pmem-advisor probe --save` there and pass --profile")
+
+
+def _use_tiers(t: CheckTarget, dsn: str, server: dict, notes: list[str]) -> None:
+    """Per-object I/O, size and location of a server on this host (CK030), read as `place`
+    reads them; its locations join the probed paths, so the profile classifies their media."""
+    from pmem_advisor.rules.checks.CK030_hot_object_on_slow_tier import (
+        TIERS_KEY,
+        read_tiers,
+        tier_paths,
+    )
+
+    tiers = read_tiers(dsn, server, notes)
+    if tiers is not None:
+        t.status = {**(t.status or {}), TIERS_KEY: tiers}
+        t.tier_paths = tier_paths(tiers)
 
 
 def _server_binding(pid: int | None) -> tuple:
@@ -391,6 +408,7 @@ def _newest(engine: str, flavour: str | None) -> str:
 def _profile(t: CheckTarget, opt: Options, medium: list[str], notes: list[str]) -> dict:
     """This host probed (limits of the running server's cgroup), or the given profile/tree."""
     paths = [p for p in (t.data_dir, t.wal_dir) if p]
+    paths += [p for p in t.tier_paths if p not in paths]  # tablespaces elsewhere (CK030)
     if opt.profile is not None or opt.root is not None:
         if medium or opt.no_measure:
             notes.append("--medium/--no-measure apply to this host only: the profile or tree "

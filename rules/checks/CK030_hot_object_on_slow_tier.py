@@ -1,0 +1,282 @@
+"""CK030 A hot table or index on the slower of the server's storage tiers while a faster one the
+server already uses has room for it (check --dsn).
+
+Anti-pattern: a server whose tablespaces (PostgreSQL) or DATA DIRECTORY tables (InnoDB) span
+several mounts, with one of the objects that take the most I/O past the server's cache left on
+the slower mount while a faster mount the server already keeps data on has the free space to
+hold it. K23 moved data files onto PMEM and measured +36% to +117% TPC-C throughput (Table 5,
+K23-2); Weisgut et al. (PVLDB 18(9), 2025) kept most table data on the slower CXL tier at about
+85% of all-local speed by placing objects by access frequency: what matters is where the hot
+objects are, not where most bytes are. An index is the cheaper object to move (A21-2).
+
+Recommendation: move the hot object to the faster location; ``pmem-advisor place`` plans the
+whole move (a knapsack on the I/O time each object would save per byte, its SQL and locks).
+
+What the finding rests on, all from the server and this host (nothing is assumed):
+- per-object I/O and size through the readers ``place`` uses (rules/placement_postgres.py
+  ``pg_snapshot``/``pg_objects``, rules/placement_mariadb.py ``snapshot``/``objects``): block
+  reads past shared_buffers plus estimated page writes (PostgreSQL), file operations on each
+  .ibd (performance_schema, MariaDB); lifetime counters, as the finding says;
+- each object's location: its tablespace's ``pg_tablespace_location`` or the data directory;
+  the directory an .ibd's ``DATA DIRECTORY`` put it in, or the data directory;
+- each location's medium from the probe profile ``check`` already builds (the location is one
+  of its probed paths: the kernel's device kind, a measurement where the kernel's flag cannot
+  be trusted, tmpfs from the filesystem, ``--medium PATH=CLASS`` from the user), and its free
+  space from statvfs.
+
+"Fast tier" without ``--fast``: among the locations the server already uses, one is faster than
+another when its medium class ranks higher (PMEM/CXL/tmpfs > NVMe > SSD > HDD), or, in one
+class, when both were measured and its random read is at least ``FASTER_RATIO`` times quicker.
+Two locations on one filesystem (same st_dev) are one tier; an unknown or unverified medium
+ranks nowhere. A non-durable location (tmpfs, memmap= PMEM) is a target only with
+``--allow-unsafe``, as ``place`` and CK003 judge it. Nothing is said with too little I/O
+(``MIN_IO``), one location, or no faster location with room.
+
+Sources: K23 Table 5 (K23-2); Weisgut et al., PVLDB 18(9), 2025; A21 (A21-2); PostgreSQL
+manual "Tablespaces", ALTER TABLE ... SET TABLESPACE; MariaDB KB "InnoDB File-Per-Table
+Tablespaces" (DATA DIRECTORY).
+"""
+
+from __future__ import annotations
+
+import os
+
+from pmem_advisor.rules.checks import Check, CheckInput
+from pmem_advisor.rules.model import Finding
+
+MIN_IO = 1000  # fewer reads + writes over all tables and indexes: no evidence of a hot one
+HOT_SHARE = 0.10  # an object with a tenth of the tables' and indexes' I/O is a hot one
+HOT_TOP = 5  # and only the hottest few: the rest is place's job, not a check's
+FASTER_RATIO = 2.0  # one medium class, both measured: twice as quick a random read is faster
+RESERVE = 0.10  # the move must leave a tenth of the faster filesystem free
+RANK = {"pmem": 0, "cxl": 0, "tmpfs": 0, "nvme": 1, "ssd": 2, "hdd": 3}
+TIERS_KEY = "tiers"  # CheckInput.status[TIERS_KEY]: what read_tiers gathered
+
+
+# -- what the gate gathers from a live server (check --dsn, the server on this host) ----------
+def read_tiers(dsn: str, server: dict, notes: list[str]) -> dict | None:
+    """The objects with their I/O, size and location, and every location the server uses with
+    its free space; None (a note says why when it matters) when it cannot be read."""
+    from pmem_advisor.errors import AdvisorError
+
+    try:
+        if server.get("engine") == "postgres":
+            return _read_pg(dsn, server)
+        if server.get("flavour") == "mariadb":
+            return _read_mariadb(dsn, server, notes)
+    except AdvisorError as e:
+        notes.append(f"hot objects on the slow tier (CK030) not checked: {e.message}")
+    except Exception as e:  # noqa: BLE001 - the drivers' errors; check goes on without CK030
+        from pmem_advisor.connection import scrub
+
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        notes.append(f"hot objects on the slow tier (CK030) not checked: {scrub(first, dsn)}")
+    return None  # MySQL: place reads MariaDB's counters only (yet)
+
+
+def _read_pg(dsn: str, server: dict) -> dict:
+    import psycopg
+
+    from pmem_advisor.rules.placement_postgres import COUNTERS, pg_objects, pg_snapshot
+
+    data = server["data_dir"]
+    with psycopg.connect(dsn, connect_timeout=5, autocommit=True) as conn:
+        spaces = conn.execute("SELECT spcname, pg_tablespace_location(oid) FROM pg_tablespace "
+                              "WHERE spcname <> 'pg_global'").fetchall()
+        snap = pg_snapshot(conn)
+    where = {name: (loc or data) for name, loc in spaces}  # '' is pg_default: the data dir
+    objects = [o for o in pg_objects(None, snap) if o.kind in ("table", "index")]
+    age = snap["stats_age_s"]
+    window = (f"counters since the statistics reset {age / 3600:.1f} h ago" if age else
+              "counters since the server's statistics began")
+    return _tiers("postgres", "blocks", window, COUNTERS, data,
+                  {loc: (name if loc != data else None) for name, loc in where.items()},
+                  [(o, where.get(o.tablespace, data)) for o in objects])
+
+
+def _read_mariadb(dsn: str, server: dict, notes: list[str]) -> dict | None:
+    from pmem_advisor.errors import AdvisorError
+    from pmem_advisor.rules import placement_mariadb as m
+
+    data = server["data_dir"]
+    conn = m._connect(dsn)
+    try:
+        cur = conn.cursor()
+        try:
+            files = [f for (f,) in m._rows(cur, "SELECT FILENAME FROM information_schema."
+                                                "INNODB_SYS_TABLESPACES")]
+            dirs = {os.path.dirname(os.path.dirname(os.path.normpath(os.path.join(data, f))))
+                    for f in files if f and f.endswith(".ibd")}
+            try:
+                m._preconditions(cur, server)  # performance_schema and its file instrument
+            except AdvisorError as e:
+                if len(dirs | {data}) > 1:  # several locations: the user should know why
+                    notes.append(f"hot objects on the slow tier (CK030) not checked: "
+                                 f"{e.message}")
+                return None
+            snap = m.snapshot(cur, data)
+        finally:
+            cur.close()
+    finally:
+        conn.close()
+    objects, _facts = m.objects(None, snap)
+    up = snap["uptime_s"]
+    window = (f"counters since the server started {up / 3600:.1f} h ago" if up >= 3600 else
+              f"counters since the server started {up:.0f} s ago")
+    # objects() names a table's location the directory above its schema's: DATA DIRECTORY
+    pairs = [(o, data if o.tablespace == "ibdata1" else o.tablespace)
+             for o in objects if o.kind == "table"]
+    return _tiers("mariadb", "file operations", window, m.COUNTERS, data,
+                  {d: None for d in dirs | {data}}, pairs)
+
+
+def _tiers(engine: str, unit: str, window: str, counters: str, data: str,
+           locations: dict[str, str | None], pairs: list) -> dict:
+    """The JSON-ready facts CK030 reads (a YAML case gives the same shape)."""
+    locs = []
+    for path, name in sorted(locations.items()):
+        free = total = dev = None
+        try:
+            st = os.statvfs(path)
+            free, total = st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
+            dev = os.stat(path).st_dev
+        except OSError:
+            pass  # not reachable from here: no room known, never a target
+        locs.append({"path": path, "tablespace": name, "free_bytes": free,
+                     "total_bytes": total, "dev": dev})
+    return {"engine": engine, "unit": unit, "window": window, "counters": counters,
+            "data_dir": data, "locations": locs,
+            "objects": [{"name": o.name, "kind": o.kind, "size": o.size, "location": loc,
+                         "reads": o.reads, "writes": o.writes} for o, loc in pairs]}
+
+
+def tier_paths(tiers: dict | None) -> list[str]:
+    """The locations the probe profile must classify (the gate adds them to its paths)."""
+    return [loc["path"] for loc in (tiers or {}).get("locations") or []]
+
+
+# -- the check --------------------------------------------------------------------------------
+class HotObjectOnSlowTier(Check):
+    id = "CK030"
+    title = "A hot table or index on the slower tier while a faster one the server uses has room"
+    source = ("K23 Table 5; Weisgut et al. PVLDB 18(9) 2025; A21; PostgreSQL manual "
+              "Tablespaces; MariaDB KB DATA DIRECTORY")
+    insights = ("K23-2", "A21-2")
+    engines = ("postgres", "mysql")
+
+    def run(self, inp: CheckInput) -> list[Finding]:
+        tiers = (inp.status or {}).get(TIERS_KEY)
+        if not tiers:
+            return []
+        locs = {loc["path"]: loc for loc in tiers.get("locations") or []}
+        objs = [o for o in tiers.get("objects") or [] if o.get("location") in locs]
+        total = sum(o["reads"] + o["writes"] for o in objs)
+        if len(locs) < 2 or total < MIN_IO:
+            return []  # one location, or no statistics to tell a hot object by
+        from pmem_advisor.rules.facts import resolve_path
+
+        media = {p: resolve_path(inp.facts.profile, p, "data") for p in locs}
+        room = {p: _room(loc) for p, loc in locs.items()}
+        hot = sorted(objs, key=lambda o: -(o["reads"] + o["writes"]))[:HOT_TOP]
+        out = []
+        for o in hot:
+            share = (o["reads"] + o["writes"]) / total
+            if share < HOT_SHARE:
+                break
+            here = o["location"]
+            targets = [p for p in locs if p != here and room[p] is not None
+                       and room[p] >= o["size"] and _faster(media[p], media[here])
+                       and not _same_fs(locs[p], locs[here])
+                       and (inp.allow_unsafe or not _volatile(inp, media[p]))]
+            if not targets:
+                continue
+            best = min(targets, key=lambda p: (_rank(media[p]), -room[p]))
+            room[best] -= o["size"]
+            out.append(self._finding(inp, tiers, o, share, locs[here], media[here],
+                                     locs[best], media[best]))
+        return out
+
+    def _finding(self, inp, tiers, o, share, here, slow, there, fast) -> Finding:
+        unit, engine = tiers.get("unit", "blocks"), tiers.get("engine", "postgres")
+        volatile = _volatile(inp, fast)
+        # PostgreSQL counts no page writes per table: place estimates them from row changes
+        guess = " (estimated from row changes)" if engine == "postgres" else ""
+        message = (
+            f"{o['name']} ({o['kind']}, {_size(o['size'])}) takes {share:.0%} of the tables' "
+            f"and indexes' I/O ({o['reads']:.0f} {unit} read past the server's cache, "
+            f"{o['writes']:.0f} written{guess}; "
+            f"{tiers.get('window', 'lifetime counters')}) on "
+            f"{_where(here, slow)}, while {_where(there, fast)}, which the server already "
+            f"uses, has {_size(there['free_bytes'])} free"
+            + (" (tmpfs: lost at reboot, accepted with --allow-unsafe)" if volatile else ""))
+        if there["path"] == tiers.get("data_dir"):
+            fix = (f"move it back to the data directory: ALTER {o['kind'].upper()} {o['name']} "
+                   "SET TABLESPACE pg_default (an ACCESS EXCLUSIVE lock while it copies)"
+                   if engine == "postgres" else
+                   "rebuild it in the data directory, without DATA DIRECTORY (InnoDB ignores "
+                   "DATA DIRECTORY in ALTER TABLE: a copy, as docs/placement.md shows)")
+        else:
+            fix = (f"run `pmem-advisor place {engine} --dsn ... --fast {there['path']}"
+                   + (" --allow-unsafe" if volatile else "") + "` for a plan (every object "
+                   "weighed by the I/O time it would save per byte, with its SQL and locks)")
+        return self.finding("warn", f"tier:{o['name']}", message, fix)
+
+
+def _room(loc: dict) -> int | None:
+    """Bytes a move may take there: the free space less the reserve."""
+    free, total = loc.get("free_bytes"), loc.get("total_bytes")
+    if free is None:
+        return None
+    return int(free - RESERVE * (total or 0))
+
+
+def _same_fs(a: dict, b: dict) -> bool:
+    return a.get("dev") is not None and a.get("dev") == b.get("dev")
+
+
+def _rank(p) -> int | None:
+    if p.medium_source == "unverified":
+        return None  # the kernel's flag, which the probe could not confirm
+    return RANK.get(p.medium)
+
+
+def _latency(p) -> float | None:
+    m = p.measured or {}
+    return m.get("read_lat_ms") if p.medium_source == "measured" else None
+
+
+def _faster(a, b) -> bool:
+    """Whether location ``a`` (PathFacts) is a faster tier than ``b``."""
+    ra, rb = _rank(a), _rank(b)
+    if ra is None or rb is None:
+        return False  # an unknown medium is never called faster or slower
+    if ra != rb:
+        return ra < rb
+    la, lb = _latency(a), _latency(b)
+    return bool(la and lb and lb / la >= FASTER_RATIO)
+
+
+def _volatile(inp: CheckInput, p) -> bool:
+    from pmem_advisor.rules.checks.CK003_volatile_medium import memmap_emulated
+
+    return p.emulated_pmem or p.memory_backed or memmap_emulated(inp.facts.profile, p)
+
+
+def _where(loc: dict, p) -> str:
+    name = f"tablespace {loc['tablespace']} at " if loc.get("tablespace") else ""
+    how = {"measured": f"measured {_latency(p):.2g} ms random read" if _latency(p) else
+           "measured", "filesystem": "the filesystem", "override": "--medium",
+           "kernel": "the kernel"}.get(p.medium_source or "", "its mount")
+    return f"{name}{loc['path']} ({p.medium}, {how})"
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "?"
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+CHECK = HotObjectOnSlowTier()
