@@ -1,24 +1,28 @@
 """CK030 A hot table or index on the slower of the server's storage tiers while a faster one the
 server already uses has room for it (check --dsn).
 
-Anti-pattern: a server whose tablespaces (PostgreSQL) or DATA DIRECTORY tables (InnoDB) span
-several mounts, with one of the objects that take the most I/O past the server's cache left on
-the slower mount while a faster mount the server already keeps data on has the free space to
-hold it. K23 moved data files onto PMEM and measured +36% to +117% TPC-C throughput (Table 5,
-K23-2); Weisgut et al. (PVLDB 18(9), 2025) kept most table data on the slower CXL tier at about
-85% of all-local speed by placing objects by access frequency: what matters is where the hot
-objects are, not where most bytes are. An index is the cheaper object to move (A21-2).
+Anti-pattern: a server whose tablespaces (PostgreSQL, MySQL's general tablespaces) or DATA
+DIRECTORY tables (InnoDB) span several mounts, with one of the objects that take the most I/O
+past the server's cache left on the slower mount while a faster mount the server already keeps
+data on has the free space to hold it. K23 moved data files onto PMEM and measured +36% to
++117% TPC-C throughput (Table 5, K23-2); Weisgut et al. (PVLDB 18(9), 2025) kept most table data
+on the slower CXL tier at about 85% of all-local speed by placing objects by access frequency:
+what matters is where the hot objects are, not where most bytes are. An index is the cheaper
+object to move (A21-2).
 
 Recommendation: move the hot object to the faster location; ``pmem-advisor place`` plans the
 whole move (a knapsack on the I/O time each object would save per byte, its SQL and locks).
 
 What the finding rests on, all from the server and this host (nothing is assumed):
 - per-object I/O and size through the readers ``place`` uses (rules/placement_postgres.py
-  ``pg_snapshot``/``pg_objects``, rules/placement_mariadb.py ``snapshot``/``objects``): block
-  reads past shared_buffers plus estimated page writes (PostgreSQL), file operations on each
-  .ibd (performance_schema, MariaDB); lifetime counters, as the finding says;
+  ``pg_snapshot``/``pg_objects``, rules/placement_mariadb.py and rules/placement_mysql.py
+  ``snapshot``/``objects``): block reads past shared_buffers plus estimated page writes
+  (PostgreSQL), file operations on each .ibd (performance_schema, MariaDB and MySQL 8);
+  lifetime counters, as the finding says;
 - each object's location: its tablespace's ``pg_tablespace_location`` or the data directory;
-  the directory an .ibd's ``DATA DIRECTORY`` put it in, or the data directory;
+  the directory an .ibd's ``DATA DIRECTORY`` put it in, or the data directory; on MySQL 8 a
+  general tablespace's datafile directory (INNODB_TABLESPACES/INNODB_DATAFILES), whose file
+  counts place mysql shares out over its tables by row operations (an estimate, said);
 - each location's medium from the probe profile ``check`` already builds (the location is one
   of its probed paths: the kernel's device kind, a measurement where the kernel's flag cannot
   be trusted, tmpfs from the filesystem, ``--medium PATH=CLASS`` from the user), and its free
@@ -34,7 +38,9 @@ ranks nowhere. A non-durable location (tmpfs, memmap= PMEM) is a target only wit
 
 Sources: K23 Table 5 (K23-2); Weisgut et al., PVLDB 18(9), 2025; A21 (A21-2); PostgreSQL
 manual "Tablespaces", ALTER TABLE ... SET TABLESPACE; MariaDB KB "InnoDB File-Per-Table
-Tablespaces" (DATA DIRECTORY).
+Tablespaces" (DATA DIRECTORY); MySQL 8.0 manual "General Tablespaces" (ALTER TABLE ...
+TABLESPACE=innodb_file_per_table). MySQL's reading has met only a recorded snapshot
+(tests/placement/data/mysql8_snapshot.json), not a live server.
 """
 
 from __future__ import annotations
@@ -64,6 +70,8 @@ def read_tiers(dsn: str, server: dict, notes: list[str]) -> dict | None:
             return _read_pg(dsn, server)
         if server.get("flavour") == "mariadb":
             return _read_mariadb(dsn, server, notes)
+        if server.get("engine") == "mysql":
+            return _read_mysql(dsn, server, notes)
     except AdvisorError as e:
         notes.append(f"hot objects on the slow tier (CK030) not checked: {e.message}")
     except Exception as e:  # noqa: BLE001 - the drivers' errors; check goes on without CK030
@@ -71,7 +79,7 @@ def read_tiers(dsn: str, server: dict, notes: list[str]) -> dict | None:
 
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         notes.append(f"hot objects on the slow tier (CK030) not checked: {scrub(first, dsn)}")
-    return None  # MySQL: place reads MariaDB's counters only (yet)
+    return None
 
 
 def _read_pg(dsn: str, server: dict) -> dict:
@@ -120,14 +128,82 @@ def _read_mariadb(dsn: str, server: dict, notes: list[str]) -> dict | None:
     finally:
         conn.close()
     objects, _facts = m.objects(None, snap)
-    up = snap["uptime_s"]
-    window = (f"counters since the server started {up / 3600:.1f} h ago" if up >= 3600 else
-              f"counters since the server started {up:.0f} s ago")
+    window = _uptime_window(snap["uptime_s"])
     # objects() names a table's location the directory above its schema's: DATA DIRECTORY
     pairs = [(o, data if o.tablespace == "ibdata1" else o.tablespace)
              for o in objects if o.kind == "table"]
     return _tiers("mariadb", "file operations", window, m.COUNTERS, data,
                   {d: None for d in dirs | {data}}, pairs)
+
+
+def _read_mysql(dsn: str, server: dict, notes: list[str]) -> dict | None:
+    """MySQL 8 through place mysql's reader: a table's location is its general tablespace's
+    datafile directory, the directory its own .ibd's DATA DIRECTORY put it in, or the data
+    directory (INNODB_TABLES/INNODB_TABLESPACES/INNODB_DATAFILES, as placement_mysql reads
+    them)."""
+    from pmem_advisor.errors import AdvisorError
+    from pmem_advisor.rules import placement_mariadb as m
+    from pmem_advisor.rules import placement_mysql as y
+
+    y.check_server(server)  # 5.7 has the old catalogs: a note says so
+    data = os.path.normpath(server["data_dir"])
+    conn = m._connect(dsn)
+    try:
+        cur = conn.cursor()
+        try:
+            try:
+                y._preconditions(cur, server["settings"])  # performance_schema, its instrument
+            except AdvisorError as e:
+                dirs = {_mysql_dir(data, stype, path)
+                        for _t, _s, stype, path, _z in m._rows(cur, y.Q_SPACES)}
+                if len(dirs | {data}) > 1:  # several locations: the user should know why
+                    notes.append(f"hot objects on the slow tier (CK030) not checked: "
+                                 f"{e.message}")
+                return None
+            cur.execute(y.Q_STATS_NOW)  # TABLES' sizes as they are, not a day-old cache
+            snap = y.snapshot(cur, server)
+        finally:
+            cur.close()
+    finally:
+        conn.close()
+    objects, facts, _notes = y.objects(None, snap)
+    locations: dict[str, str | None] = {data: None}
+    for name, path, _size in snap["general"]:  # every general tablespace the server has
+        d = _mysql_dir(data, "General", os.path.join(data, path) if path else "")
+        if d != data:
+            locations[d] = ", ".join(x for x in (locations.get(d), name) if x)
+    pairs, general = [], set()
+    for o in objects:
+        f = facts.get(o.name)
+        if o.kind != "table" or not f:
+            continue  # the redo log and temp files move by config lines: place's job
+        where = _mysql_dir(data, f["space_type"], f["path"])
+        locations.setdefault(where, None)  # a DATA DIRECTORY table's own directory
+        pairs.append((o, where))
+        if f["space_type"] == "General":
+            general.add(o.name)
+    tiers = _tiers("mysql", "file operations", _uptime_window(snap["uptime_s"]), y.COUNTERS,
+                   data, locations, pairs)
+    for o in tiers["objects"]:  # its counts a share of one file's: the finding says so
+        if o["name"] in general:
+            o["tablespace"] = facts[o["name"]]["space"]
+    return tiers
+
+
+def _mysql_dir(data: str, space_type: str | None, path: str | None) -> str:
+    """The directory a MySQL table lives in: its general tablespace's file's, the one above
+    its schema's directory for its own .ibd (the data directory or DATA DIRECTORY's), or the
+    data directory (the system tablespace)."""
+    if not path:
+        return data
+    full = os.path.normpath(os.path.join(data, path))
+    return os.path.dirname(full) if space_type == "General" else (
+        os.path.dirname(os.path.dirname(full)))
+
+
+def _uptime_window(up: float) -> str:
+    return (f"counters since the server started {up / 3600:.1f} h ago" if up >= 3600 else
+            f"counters since the server started {up:.0f} s ago")
 
 
 def _tiers(engine: str, unit: str, window: str, counters: str, data: str,
@@ -160,7 +236,7 @@ class HotObjectOnSlowTier(Check):
     id = "CK030"
     title = "A hot table or index on the slower tier while a faster one the server uses has room"
     source = ("K23 Table 5; Weisgut et al. PVLDB 18(9) 2025; A21; PostgreSQL manual "
-              "Tablespaces; MariaDB KB DATA DIRECTORY")
+              "Tablespaces; MariaDB KB DATA DIRECTORY; MySQL manual General Tablespaces")
     insights = ("K23-2", "A21-2")
     engines = ("postgres", "mysql")
 
@@ -198,9 +274,14 @@ class HotObjectOnSlowTier(Check):
 
     def _finding(self, inp, tiers, o, share, here, slow, there, fast) -> Finding:
         unit, engine = tiers.get("unit", "blocks"), tiers.get("engine", "postgres")
+        from pmem_advisor.rules.placement_mysql import FILE_PER_TABLE  # place mysql's name
+
         volatile = _volatile(inp, fast)
-        # PostgreSQL counts no page writes per table: place estimates them from row changes
-        guess = " (estimated from row changes)" if engine == "postgres" else ""
+        # PostgreSQL counts no page writes per table: place estimates them from row changes;
+        # MySQL counts a general tablespace's file, which place shares out by row operations
+        guess = (" (estimated from row changes)" if engine == "postgres" else
+                 f" (a share of tablespace {o['tablespace']}'s file operations, split by row "
+                 "operations: an estimate)" if o.get("tablespace") else "")
         message = (
             f"{o['name']} ({o['kind']}, {_size(o['size'])}) takes {share:.0%} of the tables' "
             f"and indexes' I/O ({o['reads']:.0f} {unit} read past the server's cache, "
@@ -213,6 +294,10 @@ class HotObjectOnSlowTier(Check):
             fix = (f"move it back to the data directory: ALTER {o['kind'].upper()} {o['name']} "
                    "SET TABLESPACE pg_default (an ACCESS EXCLUSIVE lock while it copies)"
                    if engine == "postgres" else
+                   f"move it back to its own file in the data directory: ALTER TABLE "
+                   f"{o['name']} TABLESPACE=`{FILE_PER_TABLE}`, ALGORITHM=COPY (a full "
+                   "rebuild: other sessions read it, their writes wait for the copy)"
+                   if o.get("tablespace") else
                    "rebuild it in the data directory, without DATA DIRECTORY (InnoDB ignores "
                    "DATA DIRECTORY in ALTER TABLE: a copy, as docs/placement.md shows)")
         else:
