@@ -172,7 +172,7 @@ def _read_mysql(dsn: str, server: dict, notes: list[str]) -> dict | None:
         d = _mysql_dir(data, "General", os.path.join(data, path) if path else "")
         if d != data:
             locations[d] = ", ".join(x for x in (locations.get(d), name) if x)
-    pairs, general = [], set()
+    pairs, general, fixed = [], set(), set()
     for o in objects:
         f = facts.get(o.name)
         if o.kind != "table" or not f:
@@ -182,11 +182,15 @@ def _read_mysql(dsn: str, server: dict, notes: list[str]) -> dict | None:
         pairs.append((o, where))
         if f["space_type"] == "General":
             general.add(o.name)
+        if not o.movable:  # partitions: no general tablespace holds one (8.0.13+)
+            fixed.add(o.name)
     tiers = _tiers("mysql", "file operations", _uptime_window(snap["uptime_s"]), y.COUNTERS,
                    data, locations, pairs)
     for o in tiers["objects"]:  # its counts a share of one file's: the finding says so
         if o["name"] in general:
             o["tablespace"] = facts[o["name"]]["space"]
+        if o["name"] in fixed:
+            o["movable"] = False
     return tiers
 
 
@@ -260,6 +264,8 @@ class HotObjectOnSlowTier(Check):
             if share < HOT_SHARE:
                 break
             here = o["location"]
+            if o.get("movable") is False:
+                continue  # its I/O counts in the total, but no SQL moves it: no fix to give
             targets = [p for p in locs if p != here and room[p] is not None
                        and room[p] >= o["size"] and _faster(media[p], media[here])
                        and not _same_fs(locs[p], locs[here])

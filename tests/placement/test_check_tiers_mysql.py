@@ -121,7 +121,11 @@ def test_all_on_one_filesystem_is_one_tier_and_says_nothing(monkeypatch, dirs, r
     assert {loc["path"]: loc["tablespace"] for loc in tiers["locations"]} == {
         data: None, known: "ts_old"}, (tiers, notes)
     assert len({loc["dev"] for loc in tiers["locations"]}) == 1
-    assert {o["name"]: o["location"] for o in tiers["objects"]}["`shop`.`orders`"] == known
+    objs = {o["name"]: o for o in tiers["objects"]}
+    assert objs["`shop`.`orders`"]["location"] == known
+    assert objs["`shop`.`orders`"]["tablespace"] == "ts_old"  # its counts a share: said so
+    assert objs["`shop`.`events`"]["movable"] is False  # partitioned: never named, no SQL
+    assert "movable" not in objs["`shop`.`hot`"]
 
 
 def test_performance_schema_off_with_several_locations_is_a_note(monkeypatch, dirs, run_cli):
