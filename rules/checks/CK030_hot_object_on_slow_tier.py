@@ -198,7 +198,7 @@ def _mysql_dir(data: str, space_type: str | None, path: str | None) -> str:
     """The directory a MySQL table lives in: its general tablespace's file's, the one above
     its schema's directory for its own .ibd (the data directory or DATA DIRECTORY's), or the
     data directory (the system tablespace)."""
-    if not path:
+    if not path or space_type == "System":  # ibdata1: counted as no I/O of the table's
         return data
     full = os.path.normpath(os.path.join(data, path))
     return os.path.dirname(full) if space_type == "General" else (

@@ -113,6 +113,7 @@ def test_all_on_one_filesystem_is_one_tier_and_says_nothing(monkeypatch, dirs, r
     assert "CK030" not in err and "not checked" not in err, err
     # not silence for want of a reading: both locations were read, on one filesystem
     from pmem_advisor.rules import placement_mariadb
+    from pmem_advisor.rules.checks import CK030_hot_object_on_slow_tier as ck
     from pmem_advisor.rules.checks.CK030_hot_object_on_slow_tier import read_tiers
 
     fx = _fixture(data, known)
@@ -121,6 +122,9 @@ def test_all_on_one_filesystem_is_one_tier_and_says_nothing(monkeypatch, dirs, r
     assert {loc["path"]: loc["tablespace"] for loc in tiers["locations"]} == {
         data: None, known: "ts_old"}, (tiers, notes)
     assert len({loc["dev"] for loc in tiers["locations"]}) == 1
+    # a table in the system tablespace, as INNODB_DATAFILES names ibdata1: the data directory
+    assert ck._mysql_dir(data, "System", "./ibdata1") == data
+    assert ck._mysql_dir(data, "Single", "/elsewhere/shop/t.ibd") == "/elsewhere"  # DATA DIR.
     objs = {o["name"]: o for o in tiers["objects"]}
     assert objs["`shop`.`orders`"]["location"] == known
     assert objs["`shop`.`orders`"]["tablespace"] == "ts_old"  # its counts a share: said so
