@@ -634,8 +634,9 @@ def _provenance(flavour: str, doc: dict) -> str:
     """'pg_settings of PostgreSQL 18.6'; a list read from reference material says so."""
     version = doc["server_version"].split("-")[0]
     if doc.get("read_from") == "recorded":
-        return (f"MySQL {version}'s own mysqld --verbose --help as its source records it "
-                f"({doc.get('reference', 'mysql-test')})")
+        binary = "mariadbd" if flavour == "mariadb" else "mysqld"
+        return (f"{_title(flavour)} {version}'s own {binary} --verbose --help as its source "
+                f"records it ({doc.get('reference', 'mysql-test')})")
     if doc.get("read_from") == "manual":
         return (f"reference material of {_title(flavour)} {version} (read from a manual, "
                 f"not from a server{'' if doc.get('complete') else '; a partial list'})")

@@ -1,6 +1,6 @@
-"""MySQL catalogs from the server's own recorded output (``make catalogs``).
+"""MySQL and MariaDB catalogs from the server's own recorded output (``make catalogs``).
 
-    python -m pmem_advisor.knobs.recorded            # write generated/mysql-<series>.json
+    python -m pmem_advisor.knobs.recorded            # write generated/<flavour>-<series>.json
     python -m pmem_advisor.knobs.recorded --check    # exit 1 when a shipped one differs
     python -m pmem_advisor.knobs.recorded extract --help-result R [--sys-vars-dir D] ...
                                                      # a new extract from a source tree
@@ -18,7 +18,17 @@ the server refuses them, ER_UNSUPPORTED_SQL_MODE).
 ``knobs/data/recorded/mysql-<series>.txt`` holds a faithful extract of those files (names,
 argument forms, the variables table line by line) with a provenance header per section; this
 module turns it into ``knobs/data/generated/mysql-<series>.json`` with ``read_from:
-recorded``. The list is complete for every name outside ``@plugins``: a name it lacks is one
+recorded``.
+
+MariaDB 11.4 is read the same way (``mariadb-11.4.txt``): ``mysql-test/main/mysqld--help.result``
+is ``mariadbd --verbose --help`` as that release's suite records it, filtered by
+``mysql-test/main/mysqld--help.test`` (its ``@plugins``: innodb, aria, wsrep, ssl, connect, ...
+and ``@skipvars``, rows of the table only). Only the Debian 10.11 server installs here, so 11.4's
+list comes from its source tree like MySQL's. The formats agree (option heads, then the table);
+MariaDB's ``(Defaults to on; use --skip-X to disable.)`` lines are help text, not heads. Hidden
+compatibility options (accepted and ignored, never printed) are not in any listing: MariaDB's
+are carried from the newest server-read series (``ignored_options``), as that server reports
+them. The list is complete for every name outside ``@plugins``: a name it lacks is one
 the server refuses to start with (CK002 FAILs it); a name under one of those prefixes that the
 sys_vars list does not have may still belong to a built plugin, so it is only reported
 (``Catalog.covers``). Offline: nothing here needs the network or a server.
@@ -28,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import re
 import sys
 from pathlib import Path
@@ -121,9 +132,28 @@ def _type_of(form: str | None, default: str | None) -> str:
     return "int" if "#" in form else "string"
 
 
-def build(series: str, path: Path | None = None) -> dict:
-    """The generated-catalog document of MySQL ``series`` from its recorded extract."""
-    path = path or RECORDED / f"mysql-{series}.txt"
+# flavour -> (its title, the server binary whose --help the listing is)
+_FLAVOURS = {"mysql": ("MySQL", "mysqld"), "mariadb": ("MariaDB", "mariadbd")}
+
+
+def _carried_ignored(flavour: str, series: str) -> tuple[list[str], str | None]:
+    """The newest server-read series' ignored options (older than ``series``), and which."""
+    best: tuple[tuple[int, ...], dict] | None = None
+    for path in OUT_DIR.glob(f"{flavour}-*.json"):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        key = tuple(int(p) for p in doc["series"].split("."))
+        if doc.get("read_from") == "server" and key < tuple(int(p) for p in series.split(".")) \
+                and (best is None or key > best[0]):
+            best = (key, doc)
+    if best is None:
+        return [], None
+    return list(best[1].get("ignored_options", [])), best[1]["server_version"]
+
+
+def build(series: str, path: Path | None = None, flavour: str = "mysql") -> dict:
+    """The generated-catalog document of ``flavour`` ``series`` from its recorded extract."""
+    path = path or RECORDED / f"{flavour}-{series}.txt"
+    title, binary = _FLAVOURS[flavour]
     doc = read_extract(path)
     head, sources = doc["head"], doc["sources"]
     forms = _option_forms(doc["options"])
@@ -139,7 +169,7 @@ def build(series: str, path: Path | None = None) -> dict:
         entry = {"name": name, "type": _type_of(forms.get(name), default) if listed
                  else "string", "default": default, "scope": "restart",
                  "config_file": True, "category": "server",
-                 "description": "recorded: mysqld --verbose --help" if listed else
+                 "description": f"recorded: {binary} --verbose --help" if listed else
                  "recorded: sys_vars test " + f"{name}_basic.result (type not recorded)"}
         if name == "sql_mode" and sql_modes:
             entry["members"] = sql_modes
@@ -149,21 +179,31 @@ def build(series: str, path: Path | None = None) -> dict:
     version = head["server_version"]
     reference = (f"{help_src.get('path', '?')} of {help_src.get('repo', '?')} at "
                  f"{help_src.get('commit', '?')}")
+    names = {k["name"] for k in knobs}
+    ignored, ignored_from = _carried_ignored(flavour, series) if flavour == "mariadb" \
+        else ([], None)
+    ignored = [n for n in ignored if n not in names]
     return {
         "format": FORMAT,
-        "flavour": "mysql",
+        "flavour": flavour,
         "engine": "mysql",
         "series": series,
         "server_version": version,
-        "source": "mysqld --verbose --help (recorded)",
+        "source": f"{binary} --verbose --help (recorded)",
         "read_from": "recorded",
         "complete": True,
         "unlisted_prefixes": sorted({p.strip() for line in doc["unlisted"]
                                      for p in line.split()}),
         "reference": reference,
-        "recorded": {s: v for s, v in sources.items() if v},
+        "recorded": {**{s: v for s, v in sources.items() if v},
+                     **({"ignored_options": {
+                         "from": f"{title} {ignored_from}'s own list (generated/{flavour}-"
+                                 f"{'.'.join(ignored_from.split('.')[:2])}.json)",
+                         "note": "hidden compatibility options no --help prints: carried "
+                                 "from that server, not recorded"}} if ignored else {})},
         "generated_at": datetime.date.today().isoformat(),
         "generated_by": "make catalogs (python -m pmem_advisor.knobs.recorded)",
+        **({"ignored_options": ignored} if ignored else {}),
         "knobs": knobs,
     }
 
@@ -207,8 +247,14 @@ def extract_plugins(inc: str) -> list[str]:
 
 
 # -- the command ---------------------------------------------------------------------------
-def series_here() -> list[str]:
-    return sorted(p.stem.removeprefix("mysql-") for p in RECORDED.glob("mysql-*.txt"))
+def series_here() -> list[tuple[str, str]]:
+    """(flavour, series) of every shipped extract."""
+    out = []
+    for p in RECORDED.glob("*.txt"):
+        flavour, _, series = p.stem.partition("-")
+        if flavour in _FLAVOURS:
+            out.append((flavour, series))
+    return sorted(out)
 
 
 
@@ -286,19 +332,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="write nothing; exit 1 when a shipped file differs")
     args = ap.parse_args(argv)
     if not series_here():  # e.g. an install whose package data left the .txt extracts out
-        print(f"error: no recorded extracts (mysql-<series>.txt) in {RECORDED}", file=sys.stderr)
+        print(f"error: no recorded extracts (<flavour>-<series>.txt) in {RECORDED}",
+              file=sys.stderr)
         return 2
     status = 0
-    for series in series_here():
+    for flavour, series in series_here():
         try:
-            doc = build(series)
+            doc = build(series, flavour=flavour)
             jsonschema.validate(doc, SCHEMA)
         except (RecordedError, KeyError, jsonschema.ValidationError) as e:
-            print(f"error: mysql-{series}.txt: {getattr(e, 'message', e)}", file=sys.stderr)
+            print(f"error: {flavour}-{series}.txt: {getattr(e, 'message', e)}", file=sys.stderr)
             return 2
-        status |= write_catalog(args.out / f"mysql-{series}.json", doc, check=args.check,
-                                keep=("server",),
-                                source=f"recorded by MySQL {doc['server_version']}")
+        status |= write_catalog(args.out / f"{flavour}-{series}.json", doc, check=args.check,
+                                keep=("server",), source=f"recorded by "
+                                f"{_FLAVOURS[flavour][0]} {doc['server_version']}")
     return status
 
 
