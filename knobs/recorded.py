@@ -122,9 +122,12 @@ def _variables(lines: list[str]) -> dict[str, str | None]:
 
 def _type_of(form: str | None, default: str | None) -> str:
     """The value type the help gives: 'TRUE'/'FALSE' defaults and argument-less options are
-    booleans, '=#' numbers, the rest text (the help lists no enum values or ranges)."""
+    booleans, '=#' numbers (a default with a decimal point: a real, MariaDB's optimizer
+    costs), the rest text (the help lists no enum values or ranges)."""
     if default in ("TRUE", "FALSE"):
         return "bool"
+    if form is not None and "#" in form and default and re.fullmatch(r"-?\d*\.\d+", default):
+        return "real"
     if form is None:
         return "string"
     if form == "":
@@ -136,8 +139,8 @@ def _type_of(form: str | None, default: str | None) -> str:
 _FLAVOURS = {"mysql": ("MySQL", "mysqld"), "mariadb": ("MariaDB", "mariadbd")}
 
 
-def _carried_ignored(flavour: str, series: str) -> tuple[list[str], str | None]:
-    """The newest server-read series' ignored options (older than ``series``), and which."""
+def _base_server(flavour: str, series: str) -> dict | None:
+    """The newest server-read list of ``flavour`` older than ``series`` (MariaDB 10.11)."""
     best: tuple[tuple[int, ...], dict] | None = None
     for path in OUT_DIR.glob(f"{flavour}-*.json"):
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -145,15 +148,17 @@ def _carried_ignored(flavour: str, series: str) -> tuple[list[str], str | None]:
         if doc.get("read_from") == "server" and key < tuple(int(p) for p in series.split(".")) \
                 and (best is None or key > best[0]):
             best = (key, doc)
-    if best is None:
-        return [], None
-    return list(best[1].get("ignored_options", [])), best[1]["server_version"]
+    return None if best is None else best[1]
 
 
 def build(series: str, path: Path | None = None, flavour: str = "mysql") -> dict:
     """The generated-catalog document of ``flavour`` ``series`` from its recorded extract."""
     path = path or RECORDED / f"{flavour}-{series}.txt"
     title, binary = _FLAVOURS[flavour]
+    base = _base_server(flavour, series) if flavour == "mariadb" else None
+    # '=#' says number, not which: a name the older server reports as a real (long_query_time,
+    # printed '10') stays one; getopt's type of a name does not change between series
+    reals = {k["name"] for k in base["knobs"] if k["type"] == "real"} if base else set()
     doc = read_extract(path)
     head, sources = doc["head"], doc["sources"]
     forms = _option_forms(doc["options"])
@@ -171,6 +176,8 @@ def build(series: str, path: Path | None = None, flavour: str = "mysql") -> dict
                  "config_file": True, "category": "server",
                  "description": f"recorded: {binary} --verbose --help" if listed else
                  "recorded: sys_vars test " + f"{name}_basic.result (type not recorded)"}
+        if entry["type"] == "int" and name in reals:
+            entry["type"] = "real"
         if name == "sql_mode" and sql_modes:
             entry["members"] = sql_modes
         if name in deprecated:  # the help says so; not since which release
@@ -180,9 +187,8 @@ def build(series: str, path: Path | None = None, flavour: str = "mysql") -> dict
     reference = (f"{help_src.get('path', '?')} of {help_src.get('repo', '?')} at "
                  f"{help_src.get('commit', '?')}")
     names = {k["name"] for k in knobs}
-    ignored, ignored_from = _carried_ignored(flavour, series) if flavour == "mariadb" \
-        else ([], None)
-    ignored = [n for n in ignored if n not in names]
+    ignored = [n for n in (base or {}).get("ignored_options", []) if n not in names]
+    ignored_from = base["server_version"] if base else None
     return {
         "format": FORMAT,
         "flavour": flavour,
