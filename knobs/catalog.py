@@ -571,7 +571,13 @@ def _build_catalog(spec: EngineSpec, flavour: str | None, version: str | None) -
             absent.pop(name, None)
     unlisted = tuple(p.replace("-", "_") for p in meta.get("unlisted_prefixes", ()))
     if facts:
+        # a recorded listing is --help's, the settings a config file takes: a variable the
+        # other series' servers report as not settable from a file (time_zone, have_ssl) is
+        # missing from it by construction, not removed
+        runtime = _runtime_only(flavour) if meta.get("read_from") == "recorded" else frozenset()
         for name, span in _generated_history(flavour).items():
+            if name in runtime:
+                continue
             # another series' name this list lacks is gone, unless this list leaves its prefix
             # out (MySQL 8.4's recorded listing has no InnoDB names, 8.0's sys_vars do)
             if name not in knobs and name not in absent and name not in removed and not any(
@@ -634,8 +640,9 @@ def _provenance(flavour: str, doc: dict) -> str:
     """'pg_settings of PostgreSQL 18.6'; a list read from reference material says so."""
     version = doc["server_version"].split("-")[0]
     if doc.get("read_from") == "recorded":
-        return (f"MySQL {version}'s own mysqld --verbose --help as its source records it "
-                f"({doc.get('reference', 'mysql-test')})")
+        binary = "mariadbd" if flavour == "mariadb" else "mysqld"
+        return (f"{_title(flavour)} {version}'s own {binary} --verbose --help as its source "
+                f"records it ({doc.get('reference', 'mysql-test')})")
     if doc.get("read_from") == "manual":
         return (f"reference material of {_title(flavour)} {version} (read from a manual, "
                 f"not from a server{'' if doc.get('complete') else '; a partial list'})")
@@ -655,6 +662,18 @@ def _generated_history(flavour: str) -> dict[str, tuple[str | None, str | None]]
                           if name not in lists[j]), None)
             history[name] = (None if i == 0 else docs[i]["series"], later)
     return history
+
+
+@lru_cache(maxsize=8)
+def _runtime_only(flavour: str) -> frozenset[str]:
+    """Names every server-read list of ``flavour`` that has them marks config_file false."""
+    seen: dict[str, bool] = {}
+    for doc in _generated_docs(flavour):
+        if doc.get("read_from") != "server":
+            continue
+        for k in doc["knobs"]:
+            seen[k["name"]] = seen.get(k["name"], False) or k["config_file"]
+    return frozenset(n for n, in_file in seen.items() if not in_file)
 
 
 def _title(flavour: str) -> str:

@@ -19,8 +19,8 @@ with its provenance (server version and build, where the binary came from, the d
 
 A version whose server cannot be reached here (no MySQL server installs on Debian; npm
 unreachable) is named, and its committed file is kept as it is: MySQL 8.0/8.4 are read from
-the servers' own recorded output by ``knobs.recorded``, MariaDB 11.4 from its reference
-material by ``knobs.manual_catalogs``, and each says so in the file.
+the servers' own recorded output by ``knobs.recorded``, as is MariaDB 11.4, and each says
+so in the file.
 
 These are facts, not judgement: ``catalog.load_catalog`` lays the hand-curated catalogs
 (safety class, reason, tuning ranges, manual page) over them, and a knob only the server
@@ -403,8 +403,7 @@ def targets(only: list[str] | None = None, *, fetch: bool = False) -> list:
         except EnvironmentProblem as e:
             print(f"skip {flavour} {version}: {e.message}; the committed "
                   f"{flavour}-{version}.json is kept"
-                  + {"manual": " (built from reference material by manual_catalogs)",
-                     "recorded": " (built from the server's recorded output by "
+                  + {"recorded": " (built from the server's recorded output by "
                                  "knobs.recorded)"}.get(_read_from(flavour, version) or "", ""),
                   file=sys.stderr)
     return found

@@ -1,6 +1,6 @@
-"""MySQL catalogs from the server's own recorded output (``make catalogs``).
+"""MySQL and MariaDB catalogs from the server's own recorded output (``make catalogs``).
 
-    python -m pmem_advisor.knobs.recorded            # write generated/mysql-<series>.json
+    python -m pmem_advisor.knobs.recorded            # write generated/<flavour>-<series>.json
     python -m pmem_advisor.knobs.recorded --check    # exit 1 when a shipped one differs
     python -m pmem_advisor.knobs.recorded extract --help-result R [--sys-vars-dir D] ...
                                                      # a new extract from a source tree
@@ -18,7 +18,17 @@ the server refuses them, ER_UNSUPPORTED_SQL_MODE).
 ``knobs/data/recorded/mysql-<series>.txt`` holds a faithful extract of those files (names,
 argument forms, the variables table line by line) with a provenance header per section; this
 module turns it into ``knobs/data/generated/mysql-<series>.json`` with ``read_from:
-recorded``. The list is complete for every name outside ``@plugins``: a name it lacks is one
+recorded``.
+
+MariaDB 11.4 is read the same way (``mariadb-11.4.txt``): ``mysql-test/main/mysqld--help.result``
+is ``mariadbd --verbose --help`` as that release's suite records it, filtered by
+``mysql-test/main/mysqld--help.test`` (its ``@plugins``: innodb, aria, wsrep, ssl, connect, ...
+and ``@skipvars``, rows of the table only). Only the Debian 10.11 server installs here, so 11.4's
+list comes from its source tree like MySQL's. The formats agree (option heads, then the table);
+MariaDB's ``(Defaults to on; use --skip-X to disable.)`` lines are help text, not heads. Hidden
+compatibility options (accepted and ignored, never printed) are not in any listing: MariaDB's
+are carried from the newest server-read series (``ignored_options``), as that server reports
+them. The list is complete for every name outside ``@plugins``: a name it lacks is one
 the server refuses to start with (CK002 FAILs it); a name under one of those prefixes that the
 sys_vars list does not have may still belong to a built plugin, so it is only reported
 (``Catalog.covers``). Offline: nothing here needs the network or a server.
@@ -28,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import re
 import sys
 from pathlib import Path
@@ -111,9 +122,12 @@ def _variables(lines: list[str]) -> dict[str, str | None]:
 
 def _type_of(form: str | None, default: str | None) -> str:
     """The value type the help gives: 'TRUE'/'FALSE' defaults and argument-less options are
-    booleans, '=#' numbers, the rest text (the help lists no enum values or ranges)."""
+    booleans, '=#' numbers (a default with a decimal point: a real, MariaDB's optimizer
+    costs), the rest text (the help lists no enum values or ranges)."""
     if default in ("TRUE", "FALSE"):
         return "bool"
+    if form is not None and "#" in form and default and re.fullmatch(r"-?\d*\.\d+", default):
+        return "real"
     if form is None:
         return "string"
     if form == "":
@@ -121,9 +135,30 @@ def _type_of(form: str | None, default: str | None) -> str:
     return "int" if "#" in form else "string"
 
 
-def build(series: str, path: Path | None = None) -> dict:
-    """The generated-catalog document of MySQL ``series`` from its recorded extract."""
-    path = path or RECORDED / f"mysql-{series}.txt"
+# flavour -> (its title, the server binary whose --help the listing is)
+_FLAVOURS = {"mysql": ("MySQL", "mysqld"), "mariadb": ("MariaDB", "mariadbd")}
+
+
+def _base_server(flavour: str, series: str) -> dict | None:
+    """The newest server-read list of ``flavour`` older than ``series`` (MariaDB 10.11)."""
+    best: tuple[tuple[int, ...], dict] | None = None
+    for path in OUT_DIR.glob(f"{flavour}-*.json"):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        key = tuple(int(p) for p in doc["series"].split("."))
+        if doc.get("read_from") == "server" and key < tuple(int(p) for p in series.split(".")) \
+                and (best is None or key > best[0]):
+            best = (key, doc)
+    return None if best is None else best[1]
+
+
+def build(series: str, path: Path | None = None, flavour: str = "mysql") -> dict:
+    """The generated-catalog document of ``flavour`` ``series`` from its recorded extract."""
+    path = path or RECORDED / f"{flavour}-{series}.txt"
+    title, binary = _FLAVOURS[flavour]
+    base = _base_server(flavour, series) if flavour == "mariadb" else None
+    # '=#' says number, not which: a name the older server reports as a real (long_query_time,
+    # printed '10') stays one; getopt's type of a name does not change between series
+    reals = {k["name"] for k in base["knobs"] if k["type"] == "real"} if base else set()
     doc = read_extract(path)
     head, sources = doc["head"], doc["sources"]
     forms = _option_forms(doc["options"])
@@ -139,8 +174,10 @@ def build(series: str, path: Path | None = None) -> dict:
         entry = {"name": name, "type": _type_of(forms.get(name), default) if listed
                  else "string", "default": default, "scope": "restart",
                  "config_file": True, "category": "server",
-                 "description": "recorded: mysqld --verbose --help" if listed else
+                 "description": f"recorded: {binary} --verbose --help" if listed else
                  "recorded: sys_vars test " + f"{name}_basic.result (type not recorded)"}
+        if entry["type"] == "int" and name in reals:
+            entry["type"] = "real"
         if name == "sql_mode" and sql_modes:
             entry["members"] = sql_modes
         if name in deprecated:  # the help says so; not since which release
@@ -149,21 +186,30 @@ def build(series: str, path: Path | None = None) -> dict:
     version = head["server_version"]
     reference = (f"{help_src.get('path', '?')} of {help_src.get('repo', '?')} at "
                  f"{help_src.get('commit', '?')}")
+    names = {k["name"] for k in knobs}
+    ignored = [n for n in (base or {}).get("ignored_options", []) if n not in names]
+    ignored_from = base["server_version"] if base else None
     return {
         "format": FORMAT,
-        "flavour": "mysql",
+        "flavour": flavour,
         "engine": "mysql",
         "series": series,
         "server_version": version,
-        "source": "mysqld --verbose --help (recorded)",
+        "source": f"{binary} --verbose --help (recorded)",
         "read_from": "recorded",
         "complete": True,
         "unlisted_prefixes": sorted({p.strip() for line in doc["unlisted"]
                                      for p in line.split()}),
         "reference": reference,
-        "recorded": {s: v for s, v in sources.items() if v},
+        "recorded": {**{s: v for s, v in sources.items() if v},
+                     **({"ignored_options": {
+                         "from": f"{title} {ignored_from}'s own list (generated/{flavour}-"
+                                 f"{'.'.join(ignored_from.split('.')[:2])}.json)",
+                         "note": "hidden compatibility options no --help prints: carried "
+                                 "from that server, not recorded"}} if ignored else {})},
         "generated_at": datetime.date.today().isoformat(),
         "generated_by": "make catalogs (python -m pmem_advisor.knobs.recorded)",
+        **({"ignored_options": ignored} if ignored else {}),
         "knobs": knobs,
     }
 
@@ -207,8 +253,14 @@ def extract_plugins(inc: str) -> list[str]:
 
 
 # -- the command ---------------------------------------------------------------------------
-def series_here() -> list[str]:
-    return sorted(p.stem.removeprefix("mysql-") for p in RECORDED.glob("mysql-*.txt"))
+def series_here() -> list[tuple[str, str]]:
+    """(flavour, series) of every shipped extract."""
+    out = []
+    for p in RECORDED.glob("*.txt"):
+        flavour, _, series = p.stem.partition("-")
+        if flavour in _FLAVOURS:
+            out.append((flavour, series))
+    return sorted(out)
 
 
 
@@ -286,19 +338,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="write nothing; exit 1 when a shipped file differs")
     args = ap.parse_args(argv)
     if not series_here():  # e.g. an install whose package data left the .txt extracts out
-        print(f"error: no recorded extracts (mysql-<series>.txt) in {RECORDED}", file=sys.stderr)
+        print(f"error: no recorded extracts (<flavour>-<series>.txt) in {RECORDED}",
+              file=sys.stderr)
         return 2
     status = 0
-    for series in series_here():
+    for flavour, series in series_here():
         try:
-            doc = build(series)
+            doc = build(series, flavour=flavour)
             jsonschema.validate(doc, SCHEMA)
         except (RecordedError, KeyError, jsonschema.ValidationError) as e:
-            print(f"error: mysql-{series}.txt: {getattr(e, 'message', e)}", file=sys.stderr)
+            print(f"error: {flavour}-{series}.txt: {getattr(e, 'message', e)}", file=sys.stderr)
             return 2
-        status |= write_catalog(args.out / f"mysql-{series}.json", doc, check=args.check,
-                                keep=("server",),
-                                source=f"recorded by MySQL {doc['server_version']}")
+        status |= write_catalog(args.out / f"{flavour}-{series}.json", doc, check=args.check,
+                                keep=("server",), source=f"recorded by "
+                                f"{_FLAVOURS[flavour][0]} {doc['server_version']}")
     return status
 
 

@@ -1,13 +1,13 @@
 """The per-version catalogs against where they come from: each committed server list equals what
-that server reports now, removals agree with the lists, the manual lists say what they are, and
-`config validate` reaches every PostgreSQL major through the npm binaries."""
+that server reports now, removals agree with the lists, the recorded lists say where they were
+read, and `config validate` reaches every PostgreSQL major through the npm binaries."""
 
 import json
 
 import pytest
 
 from pmem_advisor.errors import EnvironmentProblem
-from pmem_advisor.knobs import generate, manual_catalogs
+from pmem_advisor.knobs import generate, recorded
 from pmem_advisor.knobs.catalog import _raw, load_catalog
 from pmem_advisor.knobs.version import parse_version
 
@@ -62,11 +62,35 @@ def test_every_server_list_has_provenance():
     assert {"innodb_buffer_pool_instances", "innodb_file_format"} <= c.ignored
 
 
-def test_manual_lists_say_so_and_are_up_to_date():
-    doc = _doc("mariadb-11.4")  # the one series still read from reference material
-    assert doc["read_from"] == "manual" and doc["complete"] is False
-    assert doc["source"] == "reference material" and len(doc["reference"]) > 100
-    assert manual_catalogs.main(["--check"]) == 0  # regenerating changes nothing
+def test_no_list_is_read_from_a_manual():
+    """Every generated list comes from a server or its recorded output; the recorded ones are
+    what their extracts give (regenerating changes nothing)."""
+    for path in generate.OUT_DIR.glob("*.json"):
+        assert _doc(path.stem)["read_from"] in ("server", "recorded"), path.name
+    assert recorded.main(["--check"]) == 0
+
+
+def test_mariadb_11_4_is_its_servers_recorded_output():
+    doc = _doc("mariadb-11.4")
+    assert doc["read_from"] == "recorded" and doc["complete"] is True
+    assert doc["source"] == "mariadbd --verbose --help (recorded)"
+    assert {"innodb", "aria", "wsrep", "connect"} <= set(doc["unlisted_prefixes"])
+    for section in ("options", "variables"):
+        src = doc["recorded"][section]
+        assert src["path"] == "mysql-test/main/mysqld--help.result"
+        assert len(src["commit"]) == 40 and src["retrieved"]
+    names = {k["name"] for k in doc["knobs"]}
+    # 11.4's own (the binlog GTID index), none of 11.5's or 11.7's: the listing is 11.4's
+    assert {"binlog_gtid_index", "binlog_gtid_index_page_size", "optimizer_disk_read_cost",
+            "max_binlog_total_size"} <= names
+    assert not {"log_slow_always_query_time", "max_tmp_session_space_usage",
+                "mhnsw_max_cache_size"} & names
+    c = load_catalog("mysql", "mariadb", "11.4")
+    assert c.complete and "mariadbd --verbose --help" in c.generated_from
+    assert c.covers("binlog_gtid_index") and not c.covers("innodb_buffer_pool_size")
+    # hidden compatibility options are carried from the 10.11 server, and say so
+    carried = doc["recorded"]["ignored_options"]["from"]
+    assert "innodb_file_format" in c.ignored and "10.11" in carried
 
 
 def test_mysql_lists_are_the_servers_recorded_output():

@@ -205,3 +205,75 @@ def test_the_extractor_reads_a_live_servers_help_as_the_server_lists_it():
     names = {n.replace("-", "_").lower() for n in names}
     assert names == generate.my_settable(binary.server)
     assert "wsrep_osu_method" in names  # a name with capitals (wsrep_OSU_method)
+
+
+# -- MariaDB 11.4: the same reader over mariadbd's recorded --help -------------------------
+def _check_maria(run_cli, tmp_path, lines: list[str]) -> tuple[int, list[dict]]:
+    cnf = tmp_path / "my.cnf"
+    cnf.write_text("[mysqld]\n" + "\n".join(lines) + "\n")
+    code, out, err = run_cli("check", "--db", "mariadb", "--version", "11.4", "--config",
+                             str(cnf), "--format", "json")
+    assert code in (0, 1), err
+    return code, json.loads(out)["findings"]
+
+
+def test_mariadb_parser_keeps_every_name_and_default_of_the_recorded_table():
+    doc = recorded.build("11.4", flavour="mariadb")
+    extract = recorded.read_extract(recorded.RECORDED / "mariadb-11.4.txt")
+    table = {line.partition(" ")[0].replace("-", "_"): line.partition(" ")[2].strip()
+             for line in extract["variables"] if line.strip()}
+    knobs = {k["name"]: k for k in doc["knobs"]}
+    assert len(table) > 400 and set(table) <= set(knobs)
+    for name, value in table.items():
+        if value != "(No default value)" and not re.search(r"MYSQL_[A-Z]+DIR", value):
+            assert knobs[name]["default"] == value, name
+    assert knobs["binlog_gtid_index"]["type"] == "bool"
+    assert knobs["binlog_gtid_index_page_size"]["type"] == "int"
+    assert knobs["ft_boolean_syntax"]["default"] == '+ -><()~*:""&|'  # a value with spaces
+    assert all(k["description"].startswith("recorded: mariadbd") for k in doc["knobs"])
+
+
+def test_mariadb_check_passes_the_servers_own_defaults(run_cli, tmp_path):
+    """A my.cnf of every default 11.4's recorded table prints: no FAIL (the table was made
+    with --log-bin=foo and lower-case-table-names=1, both settings a file may hold)."""
+    doc = recorded.build("11.4", flavour="mariadb")
+    skip = {"help", "verbose"}  # mariadbd's own command-line switches, no my.cnf settings
+    lines = [f"{k['name']} = {k['default']}" for k in doc["knobs"]
+             if k["default"] not in (None, "") and k["name"] not in skip]
+    assert len(lines) > 300
+    _, findings = _check_maria(run_cli, tmp_path, lines)
+    # the catalog's verdicts only: CK001 rightly fails the table's sync_binlog = 0 with the
+    # binary log on (a safety finding about the defaults, not a name or value refused)
+    fails = [f"{f['subject']}: {f['message']}" for f in findings
+             if f["severity"] == "fail" and f["rule"] == "CK002"]
+    assert fails == []
+    # the optimizer costs print decimal defaults under '=#': reals, not integers
+    assert {"optimizer_disk_read_cost", "optimizer_where_cost", "long_query_time"} <= {
+        k["name"] for k in doc["knobs"] if k["type"] == "real"}
+
+
+@pytest.mark.parametrize("line", [
+    "date_format = %Y-%m-%d",     # 10.11 takes it from a file; 11.4's listing has none
+    "max_tmp_tables = 32",
+    "old_alter_table = ON",
+    "no_such_option_at_all = 1",
+    "innodb_defragment = 1",      # the curated removal (11.1)
+])
+def test_mariadb_check_fails_what_the_recorded_listing_refuses(run_cli, tmp_path, line):
+    code, findings = _check_maria(run_cli, tmp_path, [line])
+    name = line.split()[0]
+    mine = [f for f in findings if f["rule"] == "CK002" and f["subject"] == name]
+    assert code == 1 and mine and mine[0]["severity"] == "fail", findings
+
+
+def test_mariadb_names_the_listing_leaves_out_are_not_failed(run_cli, tmp_path):
+    """InnoDB/Aria names (the test's @plugins), 11.4's own additions, and a hidden option the
+    10.11 server ignores: no FAIL on 11.4."""
+    code, findings = _check_maria(run_cli, tmp_path, [
+        "binlog_gtid_index = ON", "max_binlog_total_size = 10G", "innodb_lock_wait_timeout = 50",
+        "aria_pagecache_buffer_size = 64M", "connect_timeout = 10",
+        "innodb_file_format = Barracuda"])
+    assert not [f for f in findings if f["severity"] == "fail"], findings
+    _, findings = _check_maria(run_cli, tmp_path, ["no_such_option_at_all = 1"])
+    msg = next(f["message"] for f in findings if f["subject"] == "no_such_option_at_all")
+    assert "MariaDB 11.4" in msg and "917c99f13d22149832e78c1cf43e91df09e49ad4" in msg
