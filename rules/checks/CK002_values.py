@@ -236,11 +236,18 @@ def _other_flavour_has(inp: CheckInput, name: str) -> str | None:
     from pmem_advisor.knobs.catalog import load_catalog
 
     other = "mysql" if f.mariadb else "mariadb"
-    try:
-        cat = load_catalog("mysql", other)
-    except UsageError:
-        return None
-    return cat.title if name in cat or name in cat.absent else None
+    from pmem_advisor.knobs.catalog import supported_versions
+
+    # every series: a recorded --help list leaves plugin names out (aria_* on 11.4), which
+    # the server-read 10.11 list has
+    for version in supported_versions("mysql", other):
+        try:
+            cat = load_catalog("mysql", other, version=version)
+        except UsageError:
+            continue
+        if name in cat or name in cat.absent:
+            return cat.title
+    return None
 
 
 CHECK = KnobValues()
