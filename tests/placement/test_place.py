@@ -6,16 +6,13 @@ end in one line and an exit code, never a plan."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from pmem_advisor.instances import create_instance
+from tests.placement.tiers import postgres_binary, server_dir
 
 pytestmark = pytest.mark.server
 
@@ -31,13 +28,7 @@ CONFIG = ("shared_buffers = 256kB\nmax_wal_size = 32MB\nmin_wal_size = 32MB\n"
 
 @pytest.fixture(scope="module")
 def pg():
-    from tests.sandbox import find_server as find_any
-
-    try:
-        binary = find_any("postgres", "debian")
-    except pytest.skip.Exception:
-        binary = find_any("postgres", "embedded")
-    inst = create_instance(binary)
+    inst = create_instance(postgres_binary())
     with inst:
         inst.initialize()
         inst.start(CONFIG)
@@ -66,14 +57,8 @@ def _load(inst, rounds: int = 40) -> None:
 
 @pytest.fixture
 def fast_dir(pg):
-    d = Path(tempfile.mkdtemp(prefix="pmem-advisor-place-", dir="/dev/shm"))
-    user = pg.user  # handed to the server's own uid in advance, as a DBA would
-    tier = d / "tier"
-    tier.mkdir()
-    os.chown(tier, user.uid, user.gid)
-    os.chmod(d, 0o755)
-    yield tier
-    shutil.rmtree(d, ignore_errors=True)
+    with server_dir(pg, "/dev/shm") as tier:
+        yield tier
 
 
 def _where(inst) -> dict[str, str]:

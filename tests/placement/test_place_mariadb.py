@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from pmem_advisor.instances import create_instance
 from tests.instances.conftest import find_server
+from tests.placement.tiers import server_dir
 
 pytestmark = pytest.mark.server
 
@@ -68,13 +66,8 @@ def _load(inst, rounds: int) -> None:
 
 @pytest.fixture
 def fast_dir(maria):
-    d = Path(tempfile.mkdtemp(prefix="pmem-advisor-place-", dir="/dev/shm"))
-    tier = d / "tier"
-    tier.mkdir()
-    os.chown(tier, maria.user.uid, maria.user.gid)  # handed to the server's uid, as a DBA would
-    os.chmod(d, 0o755)
-    yield tier
-    shutil.rmtree(d, ignore_errors=True)
+    with server_dir(maria, "/dev/shm") as tier:
+        yield tier
 
 
 def _files(inst) -> dict[str, str]:
