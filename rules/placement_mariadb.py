@@ -324,11 +324,15 @@ def _window(interval: float | None, uptime_s: float, notes: list[str]) -> str:
     """What the counters cover; without an interval a note that they are the lifetime's."""
     if interval:
         return f"interval {interval:g} s"
-    ago = f"{uptime_s / 3600:.1f} h" if uptime_s >= 3600 else f"{uptime_s:.0f} s"
     notes.append("counters since the server started, not the current load: give "
                  "--interval SECONDS to plan on what the server does now")
-    return (f"lifetime counters (since the server started {ago} ago, or "
-            "performance_schema was truncated)")
+    return f"lifetime counters ({since_start(uptime_s)}, or performance_schema was truncated)"
+
+
+def since_start(uptime_s: float) -> str:
+    """'since the server started 2.0 h ago' (CK030 says it of the same counters)."""
+    ago = f"{uptime_s / 3600:.1f} h" if uptime_s >= 3600 else f"{uptime_s:.0f} s"
+    return f"since the server started {ago} ago"
 
 
 # -- SQL --------------------------------------------------------------------------------------

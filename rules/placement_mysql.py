@@ -356,7 +356,7 @@ def moves(p: Plan) -> list[tuple[str, str, str]]:
     goes to a tablespace not there yet."""
     facts, ts = p.extra.get("tables", {}), p.tablespace
     datafile = os.path.join(p.fast.path.rstrip("/"), f"{ts}.ibd")
-    out = []
+    out, into_fast = [], False
     for o in p.objects:
         f = facts.get(o.name)
         if o.kind != "table" or not o.movable or not f:
@@ -365,6 +365,7 @@ def moves(p: Plan) -> list[tuple[str, str, str]]:
         if o.on_fast == here:
             continue
         dest = ts if o.on_fast else FILE_PER_TABLE
+        into_fast = into_fast or o.on_fast
         where = (f"the fast tier ({ts}, {datafile})" if o.on_fast else
                  "its own file in the data directory (innodb_file_per_table)")
         out.append((o.name, f"{o.name} to {where}: a full table rebuild (ALGORITHM=COPY); "
@@ -376,8 +377,7 @@ def moves(p: Plan) -> list[tuple[str, str, str]]:
                     + ("" if o.on_fast else f"; {ts}'s file keeps the freed space (a general "
                        "tablespace never shrinks)"),
                     _alter(f, dest)))
-    if p.existing_tablespace is None and any(s.endswith(f"TABLESPACE={_ident(ts)}, "
-                                                        "ALGORITHM=COPY") for *_x, s in out):
+    if p.existing_tablespace is None and into_fast:
         out.insert(0, (ts, f"the general tablespace {ts} on the fast tier: a new file, no "
                        "table locked", f"CREATE TABLESPACE {_ident(ts)} ADD DATAFILE "
                        f"{_literal(datafile)} ENGINE=InnoDB"))

@@ -233,11 +233,9 @@ def _other_flavour_has(inp: CheckInput, name: str) -> str | None:
     f = inp.facts
     if not f.mysql or name in inp.loose:
         return None
-    from pmem_advisor.knobs.catalog import load_catalog
+    from pmem_advisor.knobs.catalog import load_catalog, supported_versions
 
     other = "mysql" if f.mariadb else "mariadb"
-    from pmem_advisor.knobs.catalog import supported_versions
-
     # every series: a recorded --help list leaves plugin names out (aria_* on 11.4), which
     # the server-read 10.11 list has
     for version in supported_versions("mysql", other):

@@ -206,8 +206,9 @@ def _mysql_dir(data: str, space_type: str | None, path: str | None) -> str:
 
 
 def _uptime_window(up: float) -> str:
-    return (f"counters since the server started {up / 3600:.1f} h ago" if up >= 3600 else
-            f"counters since the server started {up:.0f} s ago")
+    from pmem_advisor.rules.placement_mariadb import since_start
+
+    return f"counters {since_start(up)}"
 
 
 def _tiers(engine: str, unit: str, window: str, counters: str, data: str,
