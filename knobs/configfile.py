@@ -64,9 +64,14 @@ def _open_regular(path: str, origin: str | None = None):
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as e:
         raise InputError(f"{origin or path}: cannot read {path}: {e.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses directories
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):  # before fdopen, which refuses directories
         os.close(fd)
-        raise InputError(f"{origin or path}: {path} is not a regular file")
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
+                if stat.S_ISSOCK(mode) else "not a file")
+        raise InputError(f"{origin}: {path} is not a regular file ({kind})" if origin else
+                         f"{path}: not a regular file ({kind})")
     return os.fdopen(fd, "rb")
 
 

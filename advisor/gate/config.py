@@ -17,7 +17,8 @@ def sniff_config(path: str, label: str | None = None) -> tuple[str, list[str]]:
 
     label = label or path
     if not os.path.exists(path):
-        raise InputError(f"{label}: no such file")
+        raise InputError(f"{label}: a symbolic link to a file that does not exist"
+                         if os.path.islink(path) else f"{label}: no such file")
     if os.path.isdir(path):
         raise InputError(f"{label}: a directory, not a config file")
     text = read_head(path, 1 << 20)  # InputError for FIFOs, devices and directories

@@ -7,9 +7,10 @@ import os
 from dataclasses import dataclass, field, replace
 
 from pmem_advisor.engines.registry import get_engine
-from pmem_advisor.errors import AdvisorError, EnvironmentProblem, UsageError
+from pmem_advisor.errors import AdvisorError, EnvironmentProblem, InputError, UsageError
 from pmem_advisor.gate.config import read_config, sniff_config
 from pmem_advisor.gate.files import (
+    PROJECT_FILE,
     FileSpec,
     engine_and_paths,
     expand,
@@ -370,6 +371,7 @@ def _use_config(t: CheckTarget, spec: FileSpec, notes: list[str], *,
                 mysql_named: bool = False) -> None:
     """A config file's settings (over a running server's), for the target or the installed
     server's version (said in a note)."""
+    by_content = t.engine is None  # nothing but the text says the engine
     t.engine = t.engine or sniff_config(spec.path, spec.label)[0]
     if t.version is None and get_engine(t.engine).kind == "advice":
         pass  # nothing runs here: the rules take the version as given (--version)
@@ -388,9 +390,26 @@ def _use_config(t: CheckTarget, spec: FileSpec, notes: list[str], *,
         from pmem_advisor.rules.facts import flavour_for
 
         t.flavour = flavour_for(t.engine, None, t.version)
-    cfg, t.where, t.loose, t.files = read_config(spec.path, t.engine, t.flavour, t.version,
-                                                 spec.label)
+    try:
+        cfg, t.where, t.loose, t.files = read_config(spec.path, t.engine, t.flavour,
+                                                     t.version, spec.label)
+    except InputError as e:
+        if by_content and t.engine == "postgres":  # not a postgresql.conf after all
+            raise _unknown_engine(spec, f"it does not parse as a postgresql.conf ({e.message})")
+        raise
+    if by_content and t.engine == "postgres" and not cfg:
+        # no [group] and no setting: any engine's empty file; judging it as PostgreSQL's
+        # would report PostgreSQL's defaults as this file's findings
+        raise _unknown_engine(spec, "it sets nothing a postgresql.conf would")
     t.settings, t.source = {**t.settings, **cfg}, "config"
+
+
+def _unknown_engine(spec: FileSpec, why: str) -> InputError:
+    """A file no source names the engine of, whose text does not tell it either."""
+    return InputError(f"{spec.label}: cannot tell its engine: no [group] line of a "
+                      f"MySQL/MariaDB option file, and {why}",
+                      hint="say it with --db, a first line `# pmem-advisor: ENGINE [VERSION]`"
+                      f", or an engine for its glob in {PROJECT_FILE}")
 
 
 def _newest(engine: str, flavour: str | None) -> str:

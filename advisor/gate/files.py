@@ -157,13 +157,22 @@ def glob_regex(pattern: str, where: str) -> re.Pattern:
             if end < 0:
                 raise InputError(f"{where}: glob {pattern!r}: '[' without its ']'")
             body = pattern[i + 1:end]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body)
-                       .replace("\\", "\\\\") + "]")
+            negate = body.startswith("!")
+            # a glob class's characters are literal but for ranges: escape what a regex class
+            # would read as syntax ('^' first, '\\', a nested '[', set operations)
+            body = "".join("\\" + ch if ch in "\\[]^&~|" else ch
+                           for ch in (body[1:] if negate else body))
+            if not body:
+                raise InputError(f"{where}: glob {pattern!r}: a '[!]' class of no character")
+            out.append("[" + ("^" if negate else "") + body + "]")
             i = end
         else:
             out.append(re.escape(c))
         i += 1
-    return re.compile("".join(out))
+    try:
+        return re.compile("".join(out))
+    except re.error as e:  # a class whose range runs backwards ([z-a]) and the like
+        raise InputError(f"{where}: glob {pattern!r}: {e.msg}") from None
 
 
 def expand(paths: list[str]) -> tuple[list[str], list[tuple[str, InputError]]]:
@@ -214,8 +223,11 @@ def header_of(path: str) -> tuple[str, str | None] | None:
     """(engine, version) of a `# pmem-advisor: ENGINE [VERSION]` first line."""
     if not os.path.isfile(path):
         return None
-    with open(path, "rb") as f:  # a regular file (checked above); only its first line
-        first = f.read(HEAD_BYTES).split(b"\n", 1)[0]
+    try:
+        with open(path, "rb") as f:  # a regular file (checked above); only its first line
+            first = f.read(HEAD_BYTES).split(b"\n", 1)[0]
+    except OSError as e:  # mode 000 for a user who is not root: the file's own one line
+        raise InputError(f"{path}: cannot read it: {e.strerror}") from None
     m = HEADER.match(first.decode("utf-8", "replace"))
     return (m.group(1), m.group(2)) if m else None
 

@@ -152,7 +152,8 @@ class CheckReport:
         lines = [f"{f.severity:4} [{f.rule}] {f.key}: {f.reason}"
                  + (f"\n     fix: {f.fix}" if f.fix else "") for f in self.findings]
         if not self.findings:
-            lines.append("no findings")
+            lines.append("no findings" + (f" ({len(self.errors)} file(s) could not be checked:"
+                                          " see the errors)" if self.errors else ""))
         many = len(self.targets) > 1
         budget: list[str] = []
         for t in self.targets:

@@ -6,6 +6,7 @@ FAIL is silenced by neither an ignore nor a baseline without --allow-unsafe."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import jsonschema
@@ -203,3 +204,121 @@ def test_an_included_file_is_checked_through_its_includer_not_alone(run_cli, tmp
         in err
     memory = [f for f in doc["findings"] if f["rule"] == "CK004"]
     assert memory and all("1000" in f["message"] for f in memory), doc["findings"]
+
+
+# ---------------------------------------------------------------- bad input among many files
+def _prose(d: Path) -> Path:  # a *.conf no source names the engine of, not postgresql.conf
+    p = d / "notes.conf"
+    p.write_text("These settings were tuned by hand last spring.\nAsk the DBA first.\n")
+    return p
+
+
+def _empty(d: Path) -> Path:  # says no engine at all: judged as PostgreSQL it would be defaults
+    p = d / "blank.conf"
+    p.write_text("# nothing set here yet\n")
+    return p
+
+
+def _fifo(d: Path) -> Path:  # unreadable for root too: opening it must not block the run
+    p = d / "pipe.cnf"
+    os.mkfifo(p)
+    return p
+
+
+def _dangling(d: Path) -> Path:  # unreadable for root too
+    p = d / "gone.cnf"
+    p.symlink_to(d / "absent-target.cnf")
+    return p
+
+
+def _binary(d: Path) -> Path:
+    p = d / "blob.cnf"
+    p.write_bytes(b"\0\1\2[mysqld]\n")
+    return p
+
+
+BAD_FILES = [
+    (_prose, "cannot tell its engine"),
+    (_empty, "cannot tell its engine"),
+    (_fifo, "not a regular file (a FIFO)"),
+    (_dangling, "a symbolic link to a file that does not exist"),
+    (_binary, "binary data"),
+]
+# the engine and version by the file's first line: the bad file's engine is left unsaid
+GOOD = "# pmem-advisor: mariadb 10.11\n" + MEMORY_CNF
+
+
+@pytest.mark.parametrize("make,needle", BAD_FILES, ids=lambda x: getattr(x, "__name__", ""))
+@pytest.mark.parametrize("how", ["paths", "directory"])
+def test_a_bad_file_among_many_is_one_line_exit_2_and_the_others_are_checked(
+        run_cli, tmp_path, make, needle, how):
+    good = tmp_path / "good.cnf"
+    good.write_text(GOOD)
+    bad = make(tmp_path)
+    args = [str(good), str(bad)] if how == "paths" else [str(tmp_path)]
+    code, out, err = run_cli("check", "--memory", "8G", "--no-project", "--no-measure", *args,
+                             "--format", "json")
+    doc = json.loads(out)
+    assert code == 2, err  # an input that could not be checked outranks findings (1)
+    assert [Path(e["file"]).name for e in doc["errors"]] == [bad.name], doc["errors"]
+    errors = [ln for ln in err.splitlines() if ln.startswith("pmem-advisor: error:")]
+    assert len(errors) == 1 and str(bad) in errors[0] and needle in errors[0], err
+    assert "Traceback" not in err
+    # the good file was checked all the same: its finding, at its line
+    assert any(f["rule"] == "CK004" and Path(f["file"]).name == "good.cnf" and f["line"] == 3
+               for f in doc["findings"]), doc["findings"]
+
+
+@pytest.mark.parametrize("make,needle", BAD_FILES, ids=lambda x: getattr(x, "__name__", ""))
+def test_a_bad_file_alone_is_one_line_exit_2(run_cli, tmp_path, make, needle):
+    bad = make(tmp_path)
+    code, out, err = run_cli("check", "--memory", "8G", "--no-project", "--no-measure",
+                             str(bad))
+    assert code == 2 and out == "", (out, err)
+    assert err.count("\n") == 1 and str(bad.name) in err and needle in err, err
+
+
+def test_a_file_the_user_cannot_read_is_one_line_exit_2_and_the_others_are_checked(
+        other_user, cli_as_other_user):
+    """Mode 000 stops only a user who is not root: the check runs as the other user."""
+    work = other_user.tmpdir()
+    (work / "good.cnf").write_text(GOOD)
+    (work / "good.cnf").chmod(0o644)
+    secret = work / "secret.cnf"
+    secret.write_text("[mysqld]\ninnodb_flush_log_at_trx_commit = 0\n")
+    secret.chmod(0o000)
+    r = cli_as_other_user("-m", "pmem_advisor", "check", "--memory", "8G", "--no-project",
+                          "--no-measure", "good.cnf", "secret.cnf", "--format", "json",
+                          cwd=work)
+    assert r.returncode == 2, r.stderr
+    doc = json.loads(r.stdout)
+    assert [e["file"] for e in doc["errors"]] == ["secret.cnf"], doc
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("pmem-advisor: error:")]
+    assert len(errors) == 1 and "secret.cnf" in errors[0] and "Permission denied" in errors[0]
+    assert "Traceback" not in r.stderr
+    assert any(f["rule"] == "CK004" and Path(f["file"]).name == "good.cnf"
+               for f in doc["findings"]), (
+        [(f["rule"], f["file"]) for f in doc["findings"]], r.stderr)
+
+
+@pytest.mark.parametrize("glob,needle", [
+    ("[a", "'[' without its ']'"),
+    ("conf/[z-a].cnf", "bad character range"),
+    ("conf/[!].cnf", "of no character"),
+    ("/etc/mysql/*.cnf", "relative to the project file"),
+    ("../other/*.cnf", "without '..'"),
+])
+def test_a_project_file_with_a_bad_glob_is_one_line_exit_2_naming_it(run_cli, tmp_path,
+                                                                      monkeypatch, glob, needle):
+    # a project file is the run's settings, not one file among many: a bad one stops the run
+    # (a gate that half-read its engines would judge files as the wrong server)
+    (tmp_path / ".pmem-advisor.toml").write_text(
+        f'[[files]]\nglob = "conf/*.cnf"\nengine = "mariadb"\n\n'
+        f'[[files]]\nglob = {json.dumps(glob)}\nengine = "mysql"\n')
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "a.cnf").write_text(MEMORY_CNF)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("check", "conf/", "--no-measure")
+    assert code == 2 and out == "", (out, err)
+    assert err.count("\n") == 1 and ".pmem-advisor.toml" in err and "[[files]] #2" in err, err
+    assert glob in err and needle in err and "Traceback" not in err, err
