@@ -135,18 +135,41 @@ def _column(f) -> int:
     return m.start() + 1 if m else len(line) - len(line.lstrip()) + 1
 
 
-def _result(f, index: dict, columns: dict, suppression: dict | None = None) -> dict:
+HOST_NOTE = ("not a finding about a line of this file (it is about the host, the server, or "
+             "the run's settings taken together): shown at line 1 of the first file checked, "
+             "as code scanning takes no result without a location")
+WHOLE_FILE_NOTE = "a finding about this file as a whole, not one of its lines"
+
+
+def _result(f, index: dict, columns: dict, anchor: str | None,
+            suppression: dict | None = None) -> dict:
+    """One SARIF result. GitHub's upload refuses a whole SARIF file when one result has no
+    location ("locationFromSarifResult: expected at least one location") and places a result
+    only by region.startLine, so every result gets a file and a line: a finding about the file
+    as a whole its line 1, a host or server finding (no file) the first checked file's line 1
+    (``anchor``), each with a location message saying so. With no file checked at all (the
+    host alone, --dsn) a host finding keeps no location: valid SARIF 2.1.0, and the run's
+    notifications say that code scanning will refuse it (docs/ci.md)."""
     res = {"ruleId": f.rule, "ruleIndex": index[f.rule], "level": LEVEL.get(f.severity, "note"),
            "message": {"text": f"{f.key}: {f.reason}" + (f" Fix: {f.fix}" if f.fix else "")},
            "properties": {"severity": f.severity, "key": f.key}}
-    if f.file:
-        uri, base = _uri(f.file)
+    file, note = f.file, None
+    if not file and anchor:
+        file, note = anchor, HOST_NOTE
+        res["message"]["text"] = f"host or run-wide finding: {res['message']['text']}"
+        res["properties"]["host"] = True
+    if file:
+        uri, base = _uri(file)
         loc = {"artifactLocation": {"uri": uri, **({"uriBaseId": base} if base else {})}}
-        if f.line:
+        if f.file and f.line:
             if (f.file, f.line, f.key) not in columns:
                 columns[(f.file, f.line, f.key)] = _column(f)
             loc["region"] = {"startLine": f.line, "startColumn": columns[(f.file, f.line, f.key)]}
-        res["locations"] = [{"physicalLocation": loc}]
+        else:
+            loc["region"] = {"startLine": 1}
+            note = note or WHOLE_FILE_NOTE
+        res["locations"] = [{"physicalLocation": loc, **({"message": {"text": note}}
+                                                         if note else {})}]
     if suppression is not None:
         res["suppressions"] = [suppression]
     return res
@@ -167,15 +190,22 @@ def sarif(report) -> str:
                       "help": {"text": f"{title}." + (f" Source: {source}." if source else "")
                                + " See docs/check.md."}, "helpUri": INFO_URI})
     columns: dict = {}
-    results = [_result(f, index, columns) for f in report.findings]
-    results += [_result(s.finding, index, columns, {"kind": "inSource", "status": "accepted",
-                                                     "justification": s.reason or
-                                                     "no reason given"})
+    anchor = report.files[0] if report.files else None  # where host findings are shown
+    results = [_result(f, index, columns, anchor) for f in report.findings]
+    results += [_result(s.finding, index, columns, anchor,
+                        {"kind": "inSource", "status": "accepted",
+                         "justification": s.reason or "no reason given"})
                 for s in report.suppressed]
-    results += [_result(f, index, columns, {"kind": "external", "status": "accepted",
-                                            "justification": "in the baseline"})
+    results += [_result(f, index, columns, anchor, {"kind": "external", "status": "accepted",
+                                                    "justification": "in the baseline"})
                 for f in report.baselined]
     notifications = [{"level": "note", "message": {"text": n}} for n in report.notes]
+    unplaced = sum(1 for r in results if "locations" not in r)
+    if unplaced:
+        notifications.append({"level": "warning", "message": {"text": (
+            f"{unplaced} result(s) about the host or server have no location: no config file "
+            "was checked to show them at. GitHub code scanning refuses a SARIF file with such "
+            "a result; check a config file in the same run, or read --format json/junit")}})
     notifications += [{"level": "error", "message": {"text": str(e.error)},
                        "locations": [{"physicalLocation": {"artifactLocation": {
                            "uri": _uri(e.file)[0]}}}]} for e in report.errors]

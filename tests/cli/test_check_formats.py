@@ -322,3 +322,58 @@ def test_a_project_file_with_a_bad_glob_is_one_line_exit_2_naming_it(run_cli, tm
     assert code == 2 and out == "", (out, err)
     assert err.count("\n") == 1 and ".pmem-advisor.toml" in err and "[[files]] #2" in err, err
     assert glob in err and needle in err and "Traceback" not in err, err
+
+
+# ---------------------------------------------------------------- SARIF: every result located
+HOST_PROFILE = Path(__file__).resolve().parents[1] / "probes" / "golden" / "legacy-memmap.json"
+
+
+def _validated_sarif(out: str) -> dict:
+    doc = json.loads(out)
+    schema = json.loads(SARIF_SCHEMA.read_text())
+    jsonschema.validators.validator_for(schema)(schema).validate(doc)
+    return doc["runs"][0]
+
+
+def test_sarif_shows_host_findings_at_the_first_files_line_1(run_cli, tmp_path, monkeypatch):
+    # GitHub's upload refuses the whole SARIF file when one result has no location, and shows
+    # a result only at a region.startLine: a host finding (this profile's PMEM layout) is
+    # shown on the first checked file's line 1, saying it is not about that line
+    monkeypatch.chdir(tmp_path)
+    Path("a.cnf").write_text(MEMORY_CNF)
+    Path("b.cnf").write_text("[mysqld]\ninnodb_flush_log_at_trx_commit = 2\n")
+    code, out, err = run_cli("check", "--profile", str(HOST_PROFILE), "--db", "mariadb",
+                             "--version", "10.11", "--memory", "8G", "--no-project", "a.cnf",
+                             "b.cnf", "--format", "sarif")
+    assert code == 1, err
+    run = _validated_sarif(out)
+    code, out, _ = run_cli("check", "--profile", str(HOST_PROFILE), "--db", "mariadb",
+                           "--version", "10.11", "--memory", "8G", "--no-project", "a.cnf",
+                           "b.cnf", "--format", "json")  # the same run: which have no file
+    host_rules = {f["rule"] for f in json.loads(out)["findings"] if not f["file"]}
+    assert host_rules, "the profile must give host findings for this test to mean anything"
+    seen_host = set()
+    for r in run["results"]:
+        assert len(r["locations"]) == 1, r
+        phys = r["locations"][0]["physicalLocation"]
+        assert phys["region"]["startLine"] >= 1
+        if r["properties"].get("host"):
+            seen_host.add(r["ruleId"])
+            assert phys["artifactLocation"]["uri"] == "a.cnf" and phys["region"]["startLine"] == 1
+            assert r["message"]["text"].startswith("host or run-wide finding: ")
+            assert "not a finding about a line of this file" in \
+                r["locations"][0]["message"]["text"]
+    assert host_rules <= seen_host, (host_rules, seen_host)
+    by_line = {(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], r["ruleId"]):
+               r["locations"][0]["physicalLocation"]["region"]["startLine"]
+               for r in run["results"] if not r["properties"].get("host")}
+    assert by_line[("b.cnf", "CK001")] == 2 and by_line[("a.cnf", "CK004")] == 2, by_line
+
+
+def test_sarif_of_the_host_alone_validates_and_warns_that_code_scanning_refuses_it(run_cli):
+    code, out, err = run_cli("check", "--profile", str(HOST_PROFILE), "--format", "sarif")
+    run = _validated_sarif(out)
+    assert run["results"] and all("locations" not in r for r in run["results"]), run["results"]
+    warned = [n["message"]["text"] for n in run["invocations"][0]["toolExecutionNotifications"]
+              if n["level"] == "warning"]
+    assert any(f"{len(run['results'])} result(s)" in w and "refuses" in w for w in warned), warned
