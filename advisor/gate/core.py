@@ -395,7 +395,8 @@ def _use_config(t: CheckTarget, spec: FileSpec, notes: list[str], *,
                                                      t.version, spec.label)
     except InputError as e:
         if by_content and t.engine == "postgres":  # not a postgresql.conf after all
-            raise _unknown_engine(spec, f"it does not parse as a postgresql.conf ({e.message})")
+            raise _unknown_engine(
+                spec, f"it does not parse as a postgresql.conf ({e.message})") from None
         raise
     if by_content and t.engine == "postgres" and not cfg:
         # no [group] and no setting: any engine's empty file; judging it as PostgreSQL's
