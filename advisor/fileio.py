@@ -672,7 +672,7 @@ class PlantedFile(UntrustedPath):
     or a file another user owns. One line naming the path and its owner (exit 3)."""
 
 
-def _kind(st: os.stat_result) -> str:
+def file_kind(st: os.stat_result) -> str:
     m = st.st_mode
     for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -687,7 +687,7 @@ def planted(where: str, st: os.stat_result, expected: str) -> PlantedFile:
     """The refusal for ``where`` found as ``st`` where root expected ``expected``."""
     links = f" with {st.st_nlink} hard links" if stat.S_ISREG(st.st_mode) and st.st_nlink > 1 \
         else ""
-    return PlantedFile(f"refusing to use {where}: it is {_kind(st)}{links} owned by "
+    return PlantedFile(f"refusing to use {where}: it is {file_kind(st)}{links} owned by "
                        f"{who(st.st_uid)}, not {expected}",
                        hint="a less-privileged user (a managed server's) may have planted "
                             "it; nothing was done through it, and a managed instance is "

@@ -7,6 +7,7 @@ import stat
 from dataclasses import dataclass, field
 
 from pmem_advisor.errors import InputError
+from pmem_advisor.fileio import file_kind
 from pmem_advisor.knobs.includes import MAX_DEPTH, MAX_FILE_BYTES, IncludeWalk
 
 
@@ -64,12 +65,10 @@ def _open_regular(path: str, origin: str | None = None):
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as e:
         raise InputError(f"{origin or path}: cannot read {path}: {e.strerror}") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):  # before fdopen, which refuses directories
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # before fdopen, which refuses directories
         os.close(fd)
-        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else
-                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
-                if stat.S_ISSOCK(mode) else "not a file")
+        kind = file_kind(st)
         raise InputError(f"{origin}: {path} is not a regular file ({kind})" if origin else
                          f"{path}: not a regular file ({kind})")
     return os.fdopen(fd, "rb")
