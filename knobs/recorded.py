@@ -57,6 +57,12 @@ SYSVARS_COLUMNS = ("VARIABLE_NAME", "VARIABLE_SCOPE", "VARIABLE_TYPE", "NUMERIC_
 # The variables table prints these for a value that depends on the host or the build.
 _NO_DEFAULT = "(No default value)"
 _PLACEHOLDER = re.compile(r"^#+$|MYSQL_[A-Z]+DIR|MYSQLTEST_VARDIR")
+# mysqld--help.test's "fixes for 32-bit": it prints these 64-bit numbers for the 32-bit ones
+# (s/\b4294967295\b/18446744073709551615/ ...), so a default above the variable's recorded
+# maximum is the rewritten one; the server's own is the number before the rewrite
+_HELP_32BIT_FIXES = {"18446744073709551615": "4294967295",
+                     "9223372036853727232": "2146435072", "299008": "392192",
+                     "18446744073709547520": "4294963200"}
 # "  --name=#", "  --name[=name]", "  -a, --ansi   text": an option head of the option list
 # The text wraps with one leading space too, and cites options (" --plugin-load in an
 # incremental way"): a head ends the line, or has two spaces or one and a capital after it.
@@ -211,6 +217,9 @@ def build(series: str, path: Path | None = None, flavour: str = "mysql") -> dict
         else:
             guess = _type_of(forms.get(name), default) if listed else "string"
             typed = {"type": "real" if guess == "int" and name in reals else guess}
+        if default in _HELP_32BIT_FIXES and typed.get("max") is not None \
+                and int(default) > typed["max"] >= int(_HELP_32BIT_FIXES[default]):
+            default = _HELP_32BIT_FIXES[default]
         if listed:
             said = f"recorded: {binary} --verbose --help"
         elif name in sys_vars:
