@@ -32,6 +32,17 @@ them. The list is complete for every name outside ``@plugins``: a name it lacks 
 the server refuses to start with (CK002 FAILs it); a name under one of those prefixes that the
 sys_vars list does not have may still belong to a built plugin, so it is only reported
 (``Catalog.covers``). Offline: nothing here needs the network or a server.
+
+The listing gives an argument form, not a type. Where the extract has a ``[sysvars]`` section
+(MariaDB 11.4: ``mysql-test/suite/sys_vars/r/sysvars_server_notembedded.result``, each
+variable's SYSTEM_VARIABLES row as the release's suite records it) that row's type, range and
+words win over the guess, read as a live server's row is (``generate.my_value_fields``), and
+a variable the listing's filter dropped that takes a command-line argument is added
+(``connect_timeout``). ``extract-sysvars`` writes the section from a checkout:
+
+    python -m pmem_advisor.knobs.recorded extract-sysvars --repo O/N --commit SHA \
+        --result mysql-test/suite/sys_vars/r/sysvars_server_notembedded.result \
+        --into knobs/data/recorded/mariadb-11.4.txt
 """
 
 from __future__ import annotations
