@@ -256,8 +256,8 @@ class Knob:
             if value is not None and self.unsigned and value < 0:
                 value %= 1 << 64  # ' -5': past the '-' check, strtoull wraps it around
             if value is None:
-                raise UsageError(f"{self.name}: {text!r} is not a valid {self._kind()}: not an "
-                                 "integer with an optional K, M, G, T, P or E suffix")
+                raise UsageError(f"{self.name}: {text!r} is not a valid {self._kind()}: not "
+                                 f"{self.spelling()}")
             value = self._block(value)
         else:
             value = units.my_number(text)
@@ -266,6 +266,30 @@ class Knob:
         if not math.isfinite(value):
             raise UsageError(f"{self.name}: {text!r} is not a finite number")
         return float(value) if self.type == "real" else units.pg_round(value)
+
+    def spelling(self) -> str:
+        """How the server reads a number for this knob, as a person reads it: what a fix
+        says where the range bounds nothing (a text '-inf .. inf' tells no one anything)."""
+        if self.engine == "postgres":
+            names = units.pg_units_for(self.unit)
+            return f"a {self._kind()}" + (f" (units: {', '.join(names)})" if names else "")
+        if self.type == "real":
+            return "a number, a decimal point allowed, with an optional K, M, G, T, P or E suffix"
+        return ("an integer with an optional K, M, G, T, P or E suffix"
+                + (" (no minus sign)" if self.unsigned else ""))
+
+    def accepted(self) -> str:
+        """What a value must be, for a fix: the range where it bounds anything, else the
+        spelling the server reads (never '-inf .. inf')."""
+        if self.type not in NUMERIC:
+            return self.describe_range()
+        if self.min is None and self.max is None:
+            return self.spelling()
+        if self.max is None:
+            return f"{self.spelling()}, at least {self._fmt(self.min)}"
+        if self.min is None:
+            return f"{self.spelling()}, at most {self._fmt(self.max)}"
+        return f"a value in {self.describe_range()}"
 
     def _kind(self) -> str:
         unit = f" in {self.unit} units" if self.unit else ""

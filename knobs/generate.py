@@ -187,12 +187,13 @@ def _run_as_server_user(argv: list[str]) -> subprocess.CompletedProcess:
                           **server_user().popen_kwargs())
 
 
-def my_entry(row: tuple, settable: set[str]) -> dict:
-    """One SYSTEM_VARIABLES row as a generated catalog entry."""
-    name, vtype, lo, hi, enum_list, read_only, default, scope, comment, block = row
-    name = name.lower()
+def my_value_fields(vtype: str, lo: Any, hi: Any, enum_list: str | None,
+                    block: Any) -> dict[str, Any]:
+    """The type and its range or words from SYSTEM_VARIABLES' VARIABLE_TYPE,
+    NUMERIC_MIN/MAX_VALUE, ENUM_VALUE_LIST and NUMERIC_BLOCK_SIZE (a live server's, or the
+    same columns as a release's sys_vars suite records them: knobs.recorded)."""
     vtype = (vtype or "").upper()
-    entry: dict[str, Any] = {"name": name}
+    entry: dict[str, Any] = {}
     values = [v for v in (enum_list or "").split(",") if v]
     if vtype == "BOOLEAN":
         entry["type"] = "bool"
@@ -213,6 +214,14 @@ def my_entry(row: tuple, settable: set[str]) -> dict:
         entry["type"] = "string"
         if values and vtype in ("SET", "FLAGSET"):
             entry["members"] = values
+    return entry
+
+
+def my_entry(row: tuple, settable: set[str]) -> dict:
+    """One SYSTEM_VARIABLES row as a generated catalog entry."""
+    name, vtype, lo, hi, enum_list, read_only, default, scope, comment, block = row
+    name = name.lower()
+    entry: dict[str, Any] = {"name": name, **my_value_fields(vtype, lo, hi, enum_list, block)}
     entry["default"] = default
     if read_only == "YES":
         entry["scope"] = "restart"

@@ -32,6 +32,17 @@ them. The list is complete for every name outside ``@plugins``: a name it lacks 
 the server refuses to start with (CK002 FAILs it); a name under one of those prefixes that the
 sys_vars list does not have may still belong to a built plugin, so it is only reported
 (``Catalog.covers``). Offline: nothing here needs the network or a server.
+
+The listing gives an argument form, not a type. Where the extract has a ``[sysvars]`` section
+(MariaDB 11.4: ``mysql-test/suite/sys_vars/r/sysvars_server_notembedded.result``, each
+variable's SYSTEM_VARIABLES row as the release's suite records it) that row's type, range and
+words win over the guess, read as a live server's row is (``generate.my_value_fields``), and
+a variable the listing's filter dropped that takes a command-line argument is added
+(``connect_timeout``). ``extract-sysvars`` writes the section from a checkout:
+
+    python -m pmem_advisor.knobs.recorded extract-sysvars --repo O/N --commit SHA \
+        --result mysql-test/suite/sys_vars/r/sysvars_server_notembedded.result \
+        --into knobs/data/recorded/mariadb-11.4.txt
 """
 
 from __future__ import annotations
@@ -45,13 +56,24 @@ from pathlib import Path
 
 import jsonschema
 
-from pmem_advisor.knobs.generate import FORMAT, OUT_DIR, SCHEMA, write_catalog
+from pmem_advisor.knobs.generate import FORMAT, OUT_DIR, SCHEMA, my_value_fields, write_catalog
 
 RECORDED = Path(__file__).resolve().parent / "data" / "recorded"
-SECTIONS = ("options", "variables", "unlisted", "sys_vars", "sql_mode", "deprecated")
+SECTIONS = ("options", "variables", "unlisted", "sys_vars", "sql_mode", "deprecated", "sysvars")
+# a [sysvars] row: the columns of information_schema.SYSTEM_VARIABLES the sys_vars suite's
+# sysvars_*.result records for each variable, '|'-separated, NULL as the result prints it
+SYSVARS_COLUMNS = ("VARIABLE_NAME", "VARIABLE_SCOPE", "VARIABLE_TYPE", "NUMERIC_MIN_VALUE",
+                   "NUMERIC_MAX_VALUE", "NUMERIC_BLOCK_SIZE", "ENUM_VALUE_LIST", "READ_ONLY",
+                   "COMMAND_LINE_ARGUMENT")
 # The variables table prints these for a value that depends on the host or the build.
 _NO_DEFAULT = "(No default value)"
 _PLACEHOLDER = re.compile(r"^#+$|MYSQL_[A-Z]+DIR|MYSQLTEST_VARDIR")
+# mysqld--help.test's "fixes for 32-bit": it prints these 64-bit numbers for the 32-bit ones
+# (s/\b4294967295\b/18446744073709551615/ ...), so a default above the variable's recorded
+# maximum is the rewritten one; the server's own is the number before the rewrite
+_HELP_32BIT_FIXES = {"18446744073709551615": "4294967295",
+                     "9223372036853727232": "2146435072", "299008": "392192",
+                     "18446744073709547520": "4294963200"}
 # "  --name=#", "  --name[=name]", "  -a, --ansi   text": an option head of the option list
 # The text wraps with one leading space too, and cites options (" --plugin-load in an
 # incremental way"): a head ends the line, or has two spaces or one and a capital after it.
@@ -120,6 +142,27 @@ def _variables(lines: list[str]) -> dict[str, str | None]:
     return out
 
 
+def _sysvars(lines: list[str]) -> dict[str, dict[str, str | None]]:
+    """name -> {column: value or None} from the [sysvars] rows (SYSVARS_COLUMNS)."""
+    out: dict[str, dict[str, str | None]] = {}
+    for line in lines:
+        cells = line.rstrip("\n").split("|")
+        if len(cells) != len(SYSVARS_COLUMNS):
+            raise RecordedError(f"[sysvars] row without {len(SYSVARS_COLUMNS)} cells: {line!r}")
+        row = {c: (None if v == "NULL" else v) for c, v in zip(SYSVARS_COLUMNS, cells,
+                                                                 strict=True)}
+        out[cells[0].lower()] = row
+    return out
+
+
+def _sysvar_fields(row: dict[str, str | None]) -> dict:
+    """The catalog's type fields of one [sysvars] row, read as a live server's row is
+    (generate.my_value_fields: DOUBLE real, INT/BIGINT int with min/max, ENUM values, SET
+    and FLAGSET members, BOOLEAN bool, VARCHAR string)."""
+    return my_value_fields(row["VARIABLE_TYPE"] or "", row["NUMERIC_MIN_VALUE"],
+                           row["NUMERIC_MAX_VALUE"], row["ENUM_VALUE_LIST"],
+                           row["NUMERIC_BLOCK_SIZE"])
+
 def _type_of(form: str | None, default: str | None) -> str:
     """The value type the help gives: 'TRUE'/'FALSE' defaults and argument-less options are
     booleans, '=#' numbers (a default with a decimal point: a real, MariaDB's optimizer
@@ -167,18 +210,39 @@ def build(series: str, path: Path | None = None, flavour: str = "mysql") -> dict
     sql_modes = [line.strip() for line in doc["sql_mode"]]
     deprecated = {line.strip().replace("-", "_") for line in doc["deprecated"]}
     help_src = sources.get("options", {})
+    # the server's own type of each variable (its SYSTEM_VARIABLES row as the sys_vars suite
+    # records it) wins over the guess from the --help argument form
+    sysvars = _sysvars(doc["sysvars"])
+    sysvars_file = Path(sources.get("sysvars", {}).get("path", "sysvars")).name
+    # a variable the listing lacks but whose row says it takes a command-line argument is a
+    # startup option all the same (the result has connect_timeout, aria_*, ssl_*; the
+    # listing leaves out its plugins' prefixes); one without (have_ssl, error_count) is not
+    options_too = {n for n, row in sysvars.items() if row["COMMAND_LINE_ARGUMENT"]}
     knobs = []
-    for name in sorted(set(forms) | set(defaults) | sys_vars):
+    for name in sorted(set(forms) | set(defaults) | sys_vars | options_too):
         default = defaults.get(name)
         listed = name in forms or name in defaults
-        entry = {"name": name, "type": _type_of(forms.get(name), default) if listed
-                 else "string", "default": default, "scope": "restart",
+        row = sysvars.get(name)
+        if row:
+            typed = _sysvar_fields(row)
+        else:
+            guess = _type_of(forms.get(name), default) if listed else "string"
+            typed = {"type": "real" if guess == "int" and name in reals else guess}
+        if default in _HELP_32BIT_FIXES and typed.get("max") is not None \
+                and int(default) > typed["max"] >= int(_HELP_32BIT_FIXES[default]):
+            default = _HELP_32BIT_FIXES[default]
+        if listed:
+            said = f"recorded: {binary} --verbose --help"
+        elif name in sys_vars:
+            said = f"recorded: sys_vars test {name}_basic.result"
+        else:
+            said = "recorded: not in the --help listing"
+        entry = {"name": name, **typed, "default": default, "scope": "restart",
                  "config_file": True, "category": "server",
-                 "description": f"recorded: {binary} --verbose --help" if listed else
-                 "recorded: sys_vars test " + f"{name}_basic.result (type not recorded)"}
-        if entry["type"] == "int" and name in reals:
-            entry["type"] = "real"
-        if name == "sql_mode" and sql_modes:
+                 "description": said + (
+                     f"; type and range: its SYSTEM_VARIABLES row in sys_vars {sysvars_file}"
+                     if row else "" if listed else " (type not recorded)")}
+        if name == "sql_mode" and sql_modes and "members" not in entry:
             entry["members"] = sql_modes
         if name in deprecated:  # the help says so; not since which release
             entry["deprecated"] = f"{head['server_version']} or earlier"
@@ -236,6 +300,26 @@ def extract_help(text: str) -> tuple[list[str], list[str], list[str]]:
     return options, table[:end], deprecated
 
 
+def extract_sysvars(text: str) -> list[str]:
+    """The [sysvars] rows of a sys_vars suite's ``sysvars_*.result``: each VARIABLE_NAME
+    record of its SYSTEM_VARIABLES queries as its SYSVARS_COLUMNS cells, '|'-separated, in
+    the result's order; a column a query does not select is NULL."""
+    rows: list[dict[str, str]] = []
+    for line in text.split("\n"):
+        column, tab, value = line.partition("\t")
+        if not tab or column not in SYSVARS_COLUMNS:
+            continue  # the query text, a comment column, other columns
+        if column == "VARIABLE_NAME":
+            rows.append({})
+        elif not rows:
+            raise RecordedError(f"a {column} line before the first VARIABLE_NAME")
+        if "|" in value:
+            raise RecordedError(f"{column} {value!r} holds the row separator '|'")
+        rows[-1][column] = value
+    if not rows:
+        raise RecordedError("no VARIABLE_NAME records (not a sysvars_*.result)")
+    return ["|".join(r.get(c, "NULL") for c in SYSVARS_COLUMNS) for r in rows]
+
 def extract_sql_modes(source: str) -> list[str]:
     """The words of ``sql_mode_names[]`` in sql/sys_vars.cc, less the NOT_USED* slots."""
     m = re.search(r"sql_mode_names\[\]\s*=\s*\{(.*?)\}", source, re.S)
@@ -278,6 +362,10 @@ def extract_main(argv: list[str]) -> int:
     ap.add_argument("--sys-vars-cc-commit")
     ap.add_argument("--deprecated-names", type=Path,
                     help="the deprecated options, one a line, when the result has no text")
+    ap.add_argument("--sysvars-result", type=Path, action="append", default=[],
+                    help="mysql-test/suite/sys_vars/r/sysvars_*.result (repeatable): each "
+                         "variable's type, range and words")
+    ap.add_argument("--sysvars-commit")
     ap.add_argument("--drop", nargs="*", default=[],
                     help="option names a fork added (not the release's own)")
     args = ap.parse_args(argv)
@@ -288,6 +376,8 @@ def extract_main(argv: list[str]) -> int:
         plugins = extract_plugins(args.help_inc.read_text(encoding="utf-8"))
         modes = (extract_sql_modes(args.sys_vars_cc.read_text(encoding="utf-8"))
                  if args.sys_vars_cc else [])
+        sysvars = [row for r in args.sysvars_result
+                   for row in extract_sysvars(r.read_text(encoding="utf-8"))]
     except (OSError, RecordedError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -323,14 +413,70 @@ def extract_main(argv: list[str]) -> int:
     if modes:
         out += ["", "[sql_mode]", *source("sql/sys_vars.cc", args.sys_vars_cc_commit or "?",
                                           "sql_mode_names[] less its NOT_USED* slots"), *modes]
+    if sysvars:
+        out += ["", *sysvars_section(args.sysvars_result, sysvars, args.repo,
+                                     args.sysvars_commit or args.help_commit, today)]
     sys.stdout.write("\n".join(out) + "\n")
     return 0
+
+
+def sysvars_section(results: list[Path], rows: list[str], repo: str, commit: str,
+                    today: str) -> list[str]:
+    """The [sysvars] section's lines: its provenance, then the rows."""
+    return ["[sysvars]", f"# repo: {repo}", f"# commit: {commit}",
+            f"# path: {', '.join(_suite_path(r) for r in results)}", f"# retrieved: {today}",
+            "# extract: each VARIABLE_NAME record of the result's SYSTEM_VARIABLES queries: "
+            + " | ".join(SYSVARS_COLUMNS), *rows]
+
+
+def extract_sysvars_main(argv: list[str]) -> int:
+    """Print the [sysvars] section from a source tree's sysvars_*.result; with --into, put it
+    in place of that extract's own [sysvars] section (or after its last one)."""
+    ap = argparse.ArgumentParser(prog="python -m pmem_advisor.knobs.recorded extract-sysvars")
+    ap.add_argument("--repo", required=True, help="owner/name the result was read from")
+    ap.add_argument("--commit", required=True)
+    ap.add_argument("--result", type=Path, action="append", required=True,
+                    help="mysql-test/suite/sys_vars/r/sysvars_*.result (repeatable)")
+    ap.add_argument("--into", type=Path, help="an extract (<flavour>-<series>.txt) to update")
+    args = ap.parse_args(argv)
+    try:
+        rows = [row for r in args.result for row in extract_sysvars(r.read_text(encoding="utf-8"))]
+        section = sysvars_section(args.result, rows, args.repo, args.commit,
+                                  datetime.date.today().isoformat())
+        if args.into is None:
+            sys.stdout.write("\n".join(section) + "\n")
+            return 0
+        lines = args.into.read_text(encoding="utf-8").splitlines()
+    except (OSError, RecordedError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    start = next((i for i, line in enumerate(lines) if line.strip() == "[sysvars]"), None)
+    if start is None:
+        kept, rest = lines, []
+        while kept and not kept[-1].strip():
+            kept = kept[:-1]
+        kept = [*kept, ""]
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("[")
+                    and lines[i].rstrip().endswith("]")), len(lines))
+        kept, rest = lines[:start], ([""] + lines[end:] if end < len(lines) else [])
+    args.into.write_text("\n".join([*kept, *section, *rest]) + "\n", encoding="utf-8")
+    print(f"{args.into}: [sysvars] {len(rows)} rows", file=sys.stderr)
+    return 0
+
+
+def _suite_path(path: Path) -> str:
+    """The path of a sysvars result inside its source tree (the part from mysql-test/)."""
+    parts = path.resolve().parts
+    return "/".join(parts[parts.index("mysql-test"):]) if "mysql-test" in parts else path.name
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["extract"]:
         return extract_main(argv[1:])
+    if argv[:1] == ["extract-sysvars"]:
+        return extract_sysvars_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m pmem_advisor.knobs.recorded",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT_DIR, help="output folder")

@@ -9,10 +9,13 @@ what runs.
 
 Recommendation: values inside the range the knob catalog gives (the servers' own lists:
 ``pg_settings`` of PostgreSQL 13-18, SYSTEM_VARIABLES of MariaDB 10.11; MySQL 8.0/8.4 and
-MariaDB 11.4 from reference material), names the version has. MySQL 8.0/8.4's lists are the
-servers' own ``mysqld --verbose --help`` as their source trees record it
+MariaDB 11.4 from reference material), names the version has. MySQL 8.0/8.4's and MariaDB
+11.4's lists are the servers' own ``mysqld --verbose --help`` as their source trees record it
 (``knobs/data/recorded``): complete except the plugin prefixes that listing leaves out
-(``Catalog.covers``), so a name they lack fails, one under such a prefix is reported.
+(``Catalog.covers``), so a name they lack fails, one under such a prefix is reported. MariaDB
+11.4's types, ranges and enum words are its SYSTEM_VARIABLES rows as its sys_vars suite records
+them (``sysvars_server_notembedded.result``). Where a range bounds nothing the fix says how the
+server spells a value (``Knob.accepted``), not ``-inf .. inf``.
 A removed name fails naming the release that removed it and what replaces it
 (``wal_keep_segments`` -> ``wal_keep_size`` in 13);
 a name close to a known one fails as a likely misspelling; any other name a server's complete
@@ -104,7 +107,7 @@ class KnobValues(Check):
                 why = getattr(e, "message", None) or f"{name}: {text!r} is not a usable value"
                 out.append(self.finding(
                     "fail", name, f"{why}{at}: {consequence}",
-                    f"use a value in {knob.describe_range()}"))
+                    f"use {knob.accepted()}"))
         out += self._out_of_order(inp, judged)
         if unchecked:
             out.append(self.finding(
