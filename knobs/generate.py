@@ -116,8 +116,8 @@ _PG_BOOL_WORDS = ("on", "off", "true", "false", "yes", "no", "1", "0")
 
 def _pg_canonical(inst, name: str, value: str) -> str | None:
     """The listed setting an old name sets (sort_mem sets work_mem): the pg_settings row
-    whose source becomes 'session' once ``SET LOCAL name`` is given its own value; None when
-    no listed row moves (the name is a setting of its own)."""
+    whose source becomes 'session' once ``SET LOCAL name`` is given its own value, or the one
+    the refusal names; None when no listed row moves (the name is a setting of its own)."""
     conn = inst.connect()
     try:
         before = {r[0] for r in conn.execute(
@@ -126,8 +126,11 @@ def _pg_canonical(inst, name: str, value: str) -> str | None:
             conn.execute("SELECT set_config(%s, %s, true)", (name, value))
             moved = {r[0] for r in conn.execute(
                 "SELECT name FROM pg_settings WHERE source = 'session'").fetchall()} - before
-    except Exception:  # noqa: BLE001 - a setting SET cannot change: no old name of another
-        return None
+    except Exception as e:  # noqa: BLE001 - SET refused (a reload-only setting): newer
+        # servers name the setting an old name maps to in the error (ssl_ecdh_curve's
+        # 'parameter "ssl_groups" cannot be changed now')
+        m = re.search(r'parameter "([A-Za-z0-9_.]+)"', str(e))
+        return m.group(1).lower() if m and m.group(1).lower() != name else None
     finally:
         conn.close()
     return moved.pop().lower() if len(moved) == 1 else None
