@@ -62,8 +62,11 @@ def _uncommented(text: str, skip: tuple[str, ...] = ()) -> str:
 
 
 def _variants(path: Path, skip: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """The file as shipped, and with its commented-out settings on when that differs (a
+    file with none is judged once: a throwaway start costs seconds)."""
     text = path.read_text(encoding="utf-8")
-    return [(path.name, text), (f"{path.name} (uncommented)", _uncommented(text, skip))]
+    on = _uncommented(text, skip)
+    return [(path.name, text)] + ([(f"{path.name} (uncommented)", on)] if on != text else [])
 
 
 # Settings the throwaway server sets on its own command line (its port, sockets, listen
@@ -267,3 +270,61 @@ def test_mysql_corpus_the_image_starts_with_gets_no_fail(series, run_cli, tmp_pa
         print(f"\ncorpus MySQL {series} (recorded listing): {settings} settings, "
               f"{len(fails)} FAIL")
     assert settings >= 6 and not fails, "\n".join(fails)
+
+
+def _listing(series: str) -> tuple[set[str], tuple[str, ...]]:
+    """The names MySQL ``series`` takes from a my.cnf by its recorded ``mysqld --verbose
+    --help`` (option heads, the variables table, the sys_vars names), and the prefixes that
+    listing leaves out (plugins it may or may not build: those it cannot speak for)."""
+    from pmem_advisor.knobs.recorded import RECORDED, read_extract
+
+    doc = read_extract(RECORDED / f"mysql-{series}.txt")
+    names = {line.split()[0] for line in doc["options"] + doc["variables"] + doc["sys_vars"]
+             if line.strip()}
+    prefixes = tuple(w for line in doc["unlisted"] for w in line.split())
+    return {n.replace("-", "_") for n in names}, tuple(p.replace("-", "_") for p in prefixes)
+
+
+def _mysql_takes(name: str, names: set[str], prefixes: tuple[str, ...]) -> bool | None:
+    """Whether the listed server starts with ``name`` set (my_getopt: a listed name, or
+    skip-/enable-/disable- before a listed option, or a unique prefix of one); None under a
+    prefix the listing leaves out."""
+    bare = name
+    for p in ("skip_", "enable_", "disable_"):
+        if name.startswith(p) and name[len(p):] in names:
+            bare = name[len(p):]
+    if bare in names:
+        return True
+    if any(bare == p or bare.startswith(p + "_") for p in prefixes):
+        return None
+    return len([n for n in names if n.startswith(bare)]) == 1
+
+
+@pytest.mark.parametrize("series", ["8.0", "8.4"])
+def test_mysql_corpus_verdicts_are_the_recorded_listings(series, run_cli, tmp_path, capsys):
+    """Every MySQL corpus file on both series, whichever its header names: a setting the
+    series' recorded listing lacks must FAIL (the server refuses to start: 8.4 removed
+    skip-host-cache, which the 8.0 image's my.cnf sets), a listed one must not."""
+    from pmem_advisor.engines.mysql.parse import parse_mycnf_text
+
+    names, prefixes = _listing(series)
+    wrong, compared, unsaid = [], 0, 0
+    for i, path in enumerate(_files("mysql")):
+        text = path.read_text(encoding="utf-8")
+        refused = _refused_by_gate(_gate(run_cli, tmp_path, "mysql", series, text,
+                                         f"my{i}.cnf"))
+        for e in parse_mycnf_text(text, flavour="mysql", version=series).entries:
+            takes = True if e.loose else _mysql_takes(e.name, names, prefixes)
+            if takes is None:
+                unsaid += 1
+                continue
+            compared += 1
+            if takes == (e.name in refused):
+                wrong.append(f"{path.name}: {e.raw_name or e.name}: the {series} listing "
+                             f"{'has' if takes else 'lacks'} it, the gate "
+                             f"{'refuses' if e.name in refused else 'passes'} it")
+    with capsys.disabled():
+        print(f"\ncorpus MySQL {series} (recorded listing): {len(_files('mysql'))} files, "
+              f"{compared} verdicts compared ({unsaid} under prefixes the listing leaves "
+              f"out), {len(wrong)} wrong")
+    assert compared >= 20 and not wrong, "\n".join(wrong)
