@@ -113,10 +113,12 @@ STAND_INS = {"file_key_management_filename": lambda: _key_file()}
 
 def _key_file() -> str:
     """A key file as file_key_management reads it (id;hex key), readable by the server user."""
+    import atexit
     import os
     import tempfile
 
     fd, path = tempfile.mkstemp(prefix="pmem-advisor-corpus-key-", suffix=".txt")
+    atexit.register(os.unlink, path)
     os.write(fd, b"1;" + b"a1" * 32 + b"\n")
     os.close(fd)
     os.chmod(path, 0o644)
