@@ -732,6 +732,7 @@ def _generated_knob(flavour: str, fact: dict, source: str, major: str) -> Knob:
         # MySQL's members come from the recorded sql_mode_names[] (a plain SET); MariaDB's
         # server lists also hold FLAGSET words (optimizer_switch), which read as key=value
         members=tuple(fact.get("members") or ()) if flavour == "mysql" else (),
+        aliases=tuple((a, t) for a, t in fact.get("aliases") or ()),
     )
     default = fact.get("default")
     if default is not None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import re
 import socket
 import subprocess
@@ -108,6 +109,83 @@ def pg_entry(row: tuple) -> dict:
 
 def pg_rows(inst) -> list[tuple]:
     return inst.query(PG_QUERY)
+
+
+_PG_BOOL_WORDS = ("on", "off", "true", "false", "yes", "no", "1", "0")
+
+
+def _pg_canonical(inst, name: str, value: str) -> str | None:
+    """The listed setting an old name sets (sort_mem sets work_mem): the pg_settings row
+    whose source becomes 'session' once ``SET LOCAL name`` is given its own value, or the one
+    the refusal names; None when no listed row moves (the name is a setting of its own)."""
+    conn = inst.connect()
+    try:
+        before = {r[0] for r in conn.execute(
+            "SELECT name FROM pg_settings WHERE source = 'session'").fetchall()}
+        with conn.transaction(force_rollback=True):
+            conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+            moved = {r[0] for r in conn.execute(
+                "SELECT name FROM pg_settings WHERE source = 'session'").fetchall()} - before
+    except Exception as e:  # noqa: BLE001 - SET refused (a reload-only setting): newer
+        # servers name the setting an old name maps to in the error (ssl_ecdh_curve's
+        # 'parameter "ssl_groups" cannot be changed now')
+        m = re.search(r'parameter "([A-Za-z0-9_.]+)"', str(e))
+        return m.group(1).lower() if m and m.group(1).lower() != name else None
+    finally:
+        conn.close()
+    return moved.pop().lower() if len(moved) == 1 else None
+
+
+def pg_hidden(binary, inst, known: dict[str, dict]) -> list[dict]:
+    """Settings a config file may hold that pg_settings does not list (GUC_NO_SHOW_ALL:
+    default_with_oids, which only 'off' is left of): every word of the binary that is no
+    listed name and that current_setting() knows, kept when ``postgres -C`` reads it from a
+    one-line postgresql.conf (GUC_DISALLOW_IN_FILE ones, is_superuser, are refused there).
+    A boolean word is tried in every spelling: the ones the server takes are the values."""
+    import tempfile
+
+    server = binary.bindir / "postgres"
+    strings = subprocess.run(["strings", "-n", "3", str(server)], capture_output=True,
+                             text=True, timeout=120).stdout
+    words = sorted({w for w in strings.split("\n") if re.fullmatch(r"[a-z][a-z0-9_]{2,62}", w)}
+                   - set(known))
+    found = inst.query("SELECT n, current_setting(n, true) FROM unnest(%s::text[]) AS n"
+                       " WHERE current_setting(n, true) IS NOT NULL", (words,))
+    out = []
+    with tempfile.TemporaryDirectory(prefix="pmem-advisor-hidden-") as tmp:
+        conf = Path(tmp) / "postgresql.conf"
+
+        def reads(name: str, text: str) -> bool:
+            conf.write_text(f"{name} = '{text}'\n")
+            r = subprocess.run([str(server), "-C", name, "-D", tmp], capture_output=True,
+                               text=True, timeout=60, cwd="/", env={**os.environ, "LC_ALL": "C"})
+            return r.returncode == 0
+
+        for name, value in sorted(found):
+            if not reads(name, value):
+                continue
+            target = _pg_canonical(inst, name, value)
+            if target in known and target != name:  # an old name the server maps: its facts
+                out.append({**known[target], "name": name,
+                            "description": f"an old name of {target}; the server reads it "
+                                           f"as {target}"})
+                continue
+            entry: dict[str, Any] = {"name": name}
+            if value in ("on", "off"):
+                took = [w for w in _PG_BOOL_WORDS if w == value or reads(name, w)]
+                if {"on", "off"} <= set(took):
+                    entry["type"] = "bool"
+                else:
+                    entry["type"], entry["values"] = "enum", [value]
+                    entry["aliases"] = [[w, value] for w in took if w != value]
+            else:
+                entry["type"] = "string"
+            entry.update(default=value, scope="restart", config_file=True,
+                         category="Hidden (not in pg_settings)",
+                         description="a setting pg_settings does not list; postgres -C reads "
+                                     "it from a config file")
+            out.append(entry)
+    return out
 
 
 # -- MariaDB / MySQL -------------------------------------------------------------------------
@@ -247,6 +325,7 @@ def collect(binary) -> dict:
             version = inst.query("SHOW server_version")[0][0]
             build = inst.query("SELECT version()")[0][0]
             knobs = [pg_entry(r) for r in pg_rows(inst)]
+            knobs += pg_hidden(binary, inst, {k["name"]: k for k in knobs})
             source = "pg_settings"
         else:
             version = inst.query("SELECT VERSION()")[0][0]

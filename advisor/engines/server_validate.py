@@ -168,6 +168,9 @@ def validate_config(config: ConfigFile, engine: str, *, flavour: str | None = No
         if name in rejected:
             check.status, check.detail = "rejected", rejected[name]
             continue
+        if name in extra.get("overridden", {}):
+            check.status, check.detail = "unverified", extra["overridden"][name]
+            continue
         if name in extra.get("errors", {}):
             check.status, check.detail = "rejected", extra["errors"][name]
             continue
@@ -213,12 +216,23 @@ def _catalog_or_none(engine: str, flavour: str, version: str) -> Catalog | None:
 
 def _server_details(engine: str, inst, report: ValidationReport) -> dict:
     if engine == "postgres":
-        errors = {n: e for n, e in inst.query(
-            "SELECT name, error FROM pg_file_settings"
-            " WHERE error IS NOT NULL AND name IS NOT NULL")}
+        errors, overridden = {}, {}
+        for name, error, source in inst.query(
+                "SELECT f.name, f.error, s.source FROM pg_file_settings f"
+                " LEFT JOIN pg_settings s ON s.name = f.name"
+                " WHERE f.error IS NOT NULL AND f.name IS NOT NULL"):
+            # the throwaway server sets its port, sockets and listen address on its command
+            # line, which outranks the file: PostgreSQL then says "setting could not be
+            # applied" without reading the file's value, a fact about us, not the value
+            if source == "command line" and error == "setting could not be applied":
+                overridden[name] = ("the validating server sets it itself (its own port, "
+                                    "sockets and listen address): the file's value is not "
+                                    "read, so not judged")
+            else:
+                errors[name] = error
         meta = {r[0]: r[1:] for r in inst.query(
             "SELECT name, vartype, unit, min_val, max_val, enumvals FROM pg_settings")}
-        return {"errors": errors, "meta": meta}
+        return {"errors": errors, "overridden": overridden, "meta": meta}
     rows = inst.query("SELECT support FROM information_schema.engines WHERE engine = 'InnoDB'")
     if not rows or rows[0][0] not in ("DEFAULT", "YES"):
         report.problems.append("InnoDB is disabled: an InnoDB option made the plugin fail "

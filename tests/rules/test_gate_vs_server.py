@@ -102,3 +102,32 @@ def test_mariadb_gate_agrees_with_the_server(run_cli, tmp_path):
                 wrong.append(f"{name} = {value}: server reads {reported}, gate "
                              f"{'fails' if failed else 'passes'} it")
     assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.server
+@pytest.mark.slow
+@pytest.mark.parametrize("major", ["15", "18"])
+def test_postgres_validation_needs_no_standby_and_owns_its_listen_address(major, tmp_path):
+    """A config naming a synchronous standby is judged without waiting for one (the
+    throwaway start's CREATE DATABASE once waited for ever), and listen_addresses, which
+    the validating server sets on its own command line, is not called rejected."""
+    import concurrent.futures
+
+    from pmem_advisor.engines.postgres.parse import parse_postgresql_conf
+    from pmem_advisor.engines.server_validate import validate_config
+
+    binary = _server("postgres", "postgresql", major)
+    path = tmp_path / "postgresql.conf"
+    path.write_text("synchronous_standby_names = 'standby1'\nlisten_addresses = '*'\n"
+                    "port = 6543\n")
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        job = pool.submit(validate_config, parse_postgresql_conf(str(path)), "postgres",
+                          binary=binary)
+        report = job.result(timeout=300)  # bounded: a hang fails here, not never
+    finally:
+        pool.shutdown(wait=False)
+    status = {c.name: c.status for c in report.checks}
+    assert status == {"synchronous_standby_names": "accepted",
+                      "listen_addresses": "unverified", "port": "unverified"}, report.checks
+    assert "sets it itself" in next(c.detail for c in report.checks if c.name == "port")

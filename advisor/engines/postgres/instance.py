@@ -185,6 +185,11 @@ class PostgresInstance(Instance):
                               log_tail=self.log_tail()) from e
         try:
             cur = conn.cursor()
+            # Bounded, and committed without waiting for a standby: a config that names
+            # synchronous_standby_names would make CREATE DATABASE wait for ever for one
+            # that never connects (this session only; the config is the candidate's).
+            cur.execute("SET statement_timeout = '120s'")
+            cur.execute("SET synchronous_commit = local")
             cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,))
             if not cur.fetchall():
                 cur.execute(f'CREATE DATABASE "{DB_NAME}"')
