@@ -22,7 +22,8 @@ from tests.probes import kernel_compare as kc
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # The NVDIMM topologies (an ACPI NFIT with regions); kernel-6.1-cxl has only a CXL memdev.
-KERNEL = ["kernel-6.1-nvdimm2", "kernel-6.1-numa2", "kernel-6.1-kmem", "kernel-6.1-bandwidth"]
+KERNEL = ["kernel-6.1-nvdimm2", "kernel-6.1-numa2", "kernel-6.1-numa2-split", "kernel-6.1-kmem",
+          "kernel-6.1-bandwidth"]
 
 
 def _read(name: str, file: str) -> str:
@@ -78,7 +79,7 @@ def test_numa_matches_numactl(name, profiles):
 @pytest.mark.parametrize("name", KERNEL)
 def test_dax_mount_matches_proc_mounts(name, profiles):
     mounts = _read(name, "proc-mounts.txt")
-    assert kc.dax_mounts(mounts), "the topology mounts ext4 with -o dax"
+    assert kc.dax_mounts(mounts), "the topology mounts ext4 (or xfs) with -o dax"
     assert kc.compare_mounts(_profile(name, profiles)["mounts"], mounts) == []
 
 

@@ -349,3 +349,42 @@ def test_xfs_without_dax_from_the_guest(tmp_path, run_cli):
     ck011 = by_rule(report["findings"], "CK011")
     assert [(x["severity"], x["subject"]) for x in ck011] == [("fail", "mount:/mnt/xfs0")]
     assert ck011[0]["fix"] == "umount /mnt/xfs0 && mount -o dax=always /dev/pmem2 /mnt/xfs0"
+
+
+SPLIT = "kernel-6.1-numa2-split"
+
+
+def _split_mounts() -> dict[str, int]:
+    """numa2-split: {DAX mountpoint: the NUMA node ndctl gives the namespace under it}, from
+    /proc/mounts and ``ndctl list`` as the guest printed them."""
+    mounts = _read(SPLIT, "proc-mounts.txt")
+    device = {line.split()[1]: line.split()[0] for line in mounts.splitlines()}
+    node_of = {f"/dev/{n['blockdev']}": n["numa_node"]
+               for n in kc.ndctl_items(_read(SPLIT, "ndctl-list-RNDv.json"))["namespaces"]
+               if n.get("blockdev")}
+    return {mp: node_of[device[mp]] for mp in kc.dax_mounts(mounts)}
+
+
+def test_ck010_data_and_wal_on_different_nodes_pmem(run_cli):
+    """numa2-split: an fsdax namespace with ext4 -o dax on each node's NVDIMM. Data on one
+    node's DAX mount and the WAL on the other's is CK010's anti-pattern: a warning naming both
+    nodes as ndctl gives them, the fix naming the data's node; either way round. Data and WAL
+    on one mount: no CK010."""
+    on = _split_mounts()
+    assert len(on) == 2 and len(set(on.values())) == 2, on
+    for data_mp, wal_mp in (sorted(on), sorted(on, reverse=True)):
+        data, wal = f"{data_mp}/pg", f"{wal_mp}/wal"
+        dn, wn = on[data_mp], on[wal_mp]
+        report = check(run_cli, snapshot(SPLIT), "postgres", data, "--wal-dir", wal)
+        f = report["findings"]
+        ck010 = by_rule(f, "CK010")
+        assert [(x["severity"], x["subject"]) for x in ck010] == [("warn", "placement")], f
+        assert ck010[0]["message"].startswith(
+            f"data {data} is on node {dn}'s PMEM, the WAL {wal} on node {wn}'s:")
+        assert ck010[0]["fix"] == (f"put the WAL on node {dn}'s PMEM next to the data, and "
+                                   f"pin the server to node {dn}")
+        assert not by_rule(f, "CK011")  # both mounts have DAX on
+    for mp in on:
+        report = check(run_cli, snapshot(SPLIT), "postgres", f"{mp}/pg", "--wal-dir",
+                       f"{mp}/wal")
+        assert not by_rule(report["findings"], "CK010")
