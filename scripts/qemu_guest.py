@@ -227,6 +227,10 @@ if command -v mkfs.xfs >/dev/null; then mkfs.xfs -q -f -m reflink=0 -b size=4096
 # over the one memdev, one way. cxl_pmem then gives libnvdimm a region on the CXL nvdimm
 # bridge's bus (probed asynchronously: waited for, bounded), where ndctl makes an fsdax
 # namespace as on an NFIT region. The LSA holds the labels; no init-labels needed.
+# The host bridge needs two root ports (the second empty): with one, 6.1 gives the bridge a
+# passthrough decoder and leaves its HDM decoder unprogrammed, QEMU 7.2 routes the window
+# through that decoder, and every store to the region is lost (it reads back as zeros:
+# mkfs.ext4 "succeeds", mount then finds no ext4 superblock). docs/kernel.md has the details.
 CXL_PMEM = """
 cxl create-region -t pmem -m -d decoder0.0 -w 1 mem0
 i=0; while [ $i -lt 100 ] && [ ! -e /sys/bus/nd/devices/region0 ]; do sleep 0.1; \
@@ -273,13 +277,17 @@ TOPOLOGIES = {
         nvdimms=[{"size": "655488K"}, {"size": "655488K"}, {"size": "524416K"}],
         modules=(*PMEM_MODULES, "xfs"), setup=BANDWIDTH),
     "cxl": Topology(
-        "cxl", "q35 with a CXL host bridge, one root port and a type-3 persistent memory "
-        "device (QEMU 7.2: pmem only), a 4 GiB fixed memory window",
+        "cxl", "q35 with a CXL host bridge, two root ports and a type-3 persistent memory "
+        "device (QEMU 7.2: pmem only), a 4 GiB fixed memory window; a pmem region, fsdax, "
+        "ext4 -o dax on /mnt/pmem0",
         machine="q35,cxl=on",
         extra=["-object", "memory-backend-file,id=cxl-mem0,share=on,mem-path={cxl0},size=256M",
                "-object", "memory-backend-file,id=cxl-lsa0,share=on,mem-path={lsa0},size=256M",
                "-device", "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1",
                "-device", "cxl-rp,port=0,bus=cxl.1,id=root_port13,chassis=0,slot=2",
+               # a second, empty root port, so the kernel programs the bridge's HDM
+               # decoder (see CXL_PMEM)
+               "-device", "cxl-rp,port=1,bus=cxl.1,id=root_port14,chassis=0,slot=3",
                "-device", "cxl-type3,bus=root_port13,memdev=cxl-mem0,lsa=cxl-lsa0,id=cxl-pmem0",
                "-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"],
         backing=[("cxl0", "256M"), ("lsa0", "256M")],

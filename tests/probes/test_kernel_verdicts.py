@@ -388,3 +388,29 @@ def test_ck010_data_and_wal_on_different_nodes_pmem(run_cli):
         report = check(run_cli, snapshot(SPLIT), "postgres", f"{mp}/pg", "--wal-dir",
                        f"{mp}/wal")
         assert not by_rule(report["findings"], "CK010")
+
+
+def test_data_on_the_cxl_dax_mount(run_cli):
+    """cxl: ext4 -o dax on an fsdax namespace of the nd region cxl_pmem made from the CXL
+    pmem region. /proc/mounts shows dax=always: no 'PMEM without DAX' (CK011/PM003), PM002's
+    data and WAL on PMEM, the medium is CXL memory on the device /proc/mounts names; ndctl
+    gives the region persistence_domain memory_controller (unlike QEMU's NFIT), so no CK009;
+    recommend sizes PostgreSQL for no page cache (PM011)."""
+    k = Kernel("kernel-6.1-cxl")
+    assert k.dax_option == "dax=always"
+    assert kc.cxl_items(_read(k.name, "cxl-list.json"))["regions"]
+    region = next(r for r in kc.ndctl_items(_read(k.name, "ndctl-list-RNDv.json"))["regions"]
+                  if r["dev"] == k.mount_ns["region"])
+    assert region["persistence_domain"] == "memory_controller"
+    data = f"{k.mountpoint}/pg"
+    report = check(run_cli, snapshot(k.name), "postgres", data)
+    f = report["findings"]
+    assert not by_rule(f, "CK011") and not by_rule(f, "PM003"), f
+    assert not by_rule(f, "CK009"), f
+    assert by_rule(f, "PM002")[0]["message"].startswith("data and WAL on PMEM")
+    dev = k.device.removeprefix("/dev/")
+    assert f"data {data}: medium: cxl (CXL memory, {dev})" in report["notes"]
+    rec = recommend(run_cli, snapshot(k.name), "postgres", "--data-dir", data)
+    assert rec["target"]["data_medium"] == "cxl"
+    rules = {s["name"]: s["rule"] for s in rec["settings"]}
+    assert rules["shared_buffers"] == rules["effective_cache_size"] == "PM011"
