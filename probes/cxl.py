@@ -37,12 +37,13 @@ def read_cxl(ctx: ProbeContext) -> dict:
 
 def _memdev(name: str) -> dict:
     return {"name": name, "ram_bytes": None, "pmem_bytes": None, "numa_node": None,
-            "serial": None, "host": None}
+            "serial": None, "host": None, "host_bridge": None}
 
 
 def _region(name: str) -> dict:
     return {"name": name, "mode": None, "size_bytes": None, "interleave_ways": None,
-            "interleave_granularity": None, "committed": None, "dax_devices": []}
+            "interleave_granularity": None, "committed": None, "targets": [],
+            "dax_devices": []}
 
 
 def _walk_tool(node, memdevs: dict, regions: dict) -> None:
@@ -68,6 +69,11 @@ def _walk_tool(node, memdevs: dict, regions: dict) -> None:
         r["interleave_granularity"] = number(node.get("interleave_granularity"))[0]
         if node.get("decode_state"):
             r["committed"] = node["decode_state"] == "commit"
+        for m in node.get("mappings") or []:  # cxl list -T / -vvv: position, memdev, decoder
+            if isinstance(m, dict) and not any(t["position"] == m.get("position")
+                                               for t in r["targets"]):
+                r["targets"].append({"position": number(m.get("position"))[0],
+                                     "decoder": m.get("decoder"), "memdev": m.get("memdev")})
     for value in node.values():
         if isinstance(value, (list, dict)):
             _walk_tool(value, memdevs, regions)
@@ -96,15 +102,63 @@ def _read_sysfs(ctx: ProbeContext, memdevs: dict, regions: dict) -> None:
             _fill(r, "interleave_granularity", ctx.integer(f"{path}/interleave_granularity"))
             commit = ctx.integer(f"{path}/commit")
             _fill(r, "committed", bool(commit) if commit is not None else None)
-            for sub in ctx.access.listdir(path):
+            subs = ctx.access.listdir(path)
+            for sub in subs:
                 if sub.startswith("dax_region"):
                     r["dax_devices"] += [d for d in ctx.access.listdir(f"{path}/{sub}")
                                          if re.fullmatch(r"dax\d+\.\d+", d)]
+            # 6.1 has no region "mode" (nor does its cxl list print a "type"): a pmem
+            # region is the one with a pmem_regionN child (handed to libnvdimm), a ram
+            # region has a dax_regionN
+            if any(re.fullmatch(r"pmem_region\d+", sub) for sub in subs):
+                _fill(r, "mode", "pmem")
+            elif any(re.fullmatch(r"dax_region\d+", sub) for sub in subs):
+                _fill(r, "mode", "ram")
+            if not r["targets"]:
+                r["targets"] = _sysfs_targets(ctx, path, r["interleave_ways"])
+    for endpoint in [n for n in ctx.access.listdir(CXL_DEVICES)
+                     if re.fullmatch(r"endpoint\d+", n)]:
+        memdev, bridge = _endpoint_bridge(ctx, endpoint)
+        if memdev in memdevs:
+            _fill(memdevs[memdev], "host_bridge", bridge)
     # sizes in sysfs are 0 for absent partitions; keep None for "none" as cxl list does
     for m in memdevs.values():
         for key in ("ram_bytes", "pmem_bytes"):
             if m[key] == 0:
                 m[key] = None
+
+
+def _endpoint_bridge(ctx: ProbeContext, endpoint: str) -> tuple[str | None, str | None]:
+    """(memdev, host bridge) of a CXL endpoint port: its uport is the memdev; the port under
+    rootN on its path is the host bridge's, whose uport is the ACPI0016 device (cxl list
+    calls it that port's host)."""
+    try:
+        path = ctx.access.realpath(f"{CXL_DEVICES}/{endpoint}")
+        memdev = ctx.access.realpath(f"{path}/uport").rsplit("/", 1)[-1]
+        m = re.search(r"/root\d+/(port\d+)/", path)
+        bridge = (ctx.access.realpath(f"{CXL_DEVICES}/{m.group(1)}/uport").rsplit("/", 1)[-1]
+                  if m else None)
+    except OSError:
+        return None, None
+    return memdev, bridge if bridge and bridge != "uport" else None
+
+
+def _sysfs_targets(ctx: ProbeContext, path: str, ways: int | None) -> list[dict]:
+    """A region's targetN (the endpoint decoders, by interleave position) and the memdev of
+    each: the decoder sits under its endpoint port, whose uport is the memdev."""
+    targets = []
+    for pos in range(ways or 0):
+        decoder = ctx.text(f"{path}/target{pos}")
+        if not decoder:
+            continue
+        try:
+            endpoint = ctx.access.realpath(f"{CXL_DEVICES}/{decoder}").rsplit("/", 2)[-2]
+            memdev = ctx.access.realpath(f"{CXL_DEVICES}/{endpoint}/uport").rsplit("/", 1)[-1]
+        except OSError:  # a link loop: the decoder is named, its memdev not
+            memdev = ""
+        targets.append({"position": pos, "decoder": decoder,
+                        "memdev": memdev if re.fullmatch(r"mem\d+", memdev) else None})
+    return targets
 
 
 def classify_nodes(numa: list[dict], cxl: dict, dax: list[dict], inv: dict) -> None:

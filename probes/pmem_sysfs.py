@@ -55,11 +55,14 @@ def _bus_of(path: str) -> str | None:
 
 
 def _dimm(ctx: ProbeContext, name: str, path: str) -> dict | None:
-    """NFIT DIMMs only (CXL and e820 buses have no ``nfit/`` directory)."""
+    """A DIMM of the nd bus. An NFIT one has ``nfit/`` (handle, id, phys_id); the nmemN a
+    CXL memdev gives libnvdimm (cxl_pmem, on the CXL nvdimm bridge's bus) has none, but it is
+    the DIMM behind that bus's regions (regionN/mapping0 names it, ndctl lists it: seen on
+    6.1 in QEMU), so it is reported by name."""
     nfit = f"{path}/nfit"
-    if not ctx.access.is_dir(nfit):
-        return None
     dimm = pm.new_dimm(name)
+    if not ctx.access.is_dir(nfit):
+        return dimm
     handle = ctx.integer(f"{nfit}/handle", required=True, base=16)
     if handle is not None:
         pm.decode_handle(dimm, handle)

@@ -195,6 +195,18 @@ daxctl reconfigure-device --mode=system-ram --no-online dax1.0 || \
 daxctl online-memory dax1.0 || true
 """
 
+# CK010's positive case: an fsdax namespace on each node's region (numa2-split), each with
+# ext4 -o dax, so data can sit on node 0's PMEM and the WAL on node 1's.
+FSDAX_BOTH = INIT_LABELS + """
+ndctl create-namespace -r region0 -m fsdax
+ndctl create-namespace -r region1 -m fsdax
+mkfs.ext4 -q -F -b 4096 /dev/pmem0
+mkfs.ext4 -q -F -b 4096 /dev/pmem1
+mkdir -p /mnt/pmem0 /mnt/pmem1
+mount -o dax /dev/pmem0 /mnt/pmem0
+mount -o dax /dev/pmem1 /mnt/pmem1
+"""
+
 # The bandwidth probe needs a 256 MiB working set (its minimum) plus a margin on the fsdax
 # mount and on the devdax device: 640 MiB NVDIMMs. A third NVDIMM carries xfs with -o dax
 # (mkfs.xfs wants 300 MiB at least; reflink off: DAX refuses reflink) when the guest (the
@@ -211,19 +223,44 @@ if command -v mkfs.xfs >/dev/null; then mkfs.xfs -q -f -m reflink=0 -b size=4096
   else echo "NO-MKFS-XFS: xfsprogs is not installed" >&2; fi
 """
 
+# A CXL pmem region the way a user makes one on 6.1: the root decoder (the cxl-fmw window)
+# over the one memdev, one way. cxl_pmem then gives libnvdimm a region on the CXL nvdimm
+# bridge's bus (probed asynchronously: waited for, bounded), where ndctl makes an fsdax
+# namespace as on an NFIT region. The LSA holds the labels; no init-labels needed.
+# The host bridge needs two root ports (the second empty): with one, 6.1 gives the bridge a
+# passthrough decoder and leaves its HDM decoder unprogrammed, QEMU 7.2 routes the window
+# through that decoder, and every store to the region is lost (it reads back as zeros:
+# mkfs.ext4 "succeeds", mount then finds no ext4 superblock). docs/kernel.md has the details.
+CXL_PMEM = """
+cxl create-region -t pmem -m -d decoder0.0 -w 1 mem0
+i=0; while [ $i -lt 100 ] && [ ! -e /sys/bus/nd/devices/region0 ]; do sleep 0.1; \
+  i=$((i+1)); done; [ -e /sys/bus/nd/devices/region0 ]
+ndctl create-namespace -r region0 -m fsdax
+mkfs.ext4 -q -F -b 4096 /dev/pmem0
+mkdir -p /mnt/pmem0
+mount -o dax /dev/pmem0 /mnt/pmem0
+"""
+
+NUMA2 = ["-object", "memory-backend-ram,id=ram0,size=512M",
+         "-object", "memory-backend-ram,id=ram1,size=512M",
+         "-numa", "node,nodeid=0,cpus=0,memdev=ram0",
+         "-numa", "node,nodeid=1,cpus=1,memdev=ram1",
+         "-numa", "dist,src=0,dst=1,val=21"]
+
 TOPOLOGIES = {
     "nvdimm2": Topology(
         "nvdimm2", "two NVDIMMs on one node: fsdax (ext4 -o dax) on region0, devdax on region1",
         nvdimms=[{"size": "262272K"}, {"size": "262272K"}], setup=FSDAX_DEVDAX),
     "numa2": Topology(
         "numa2", "two NUMA nodes with a CPU and 512 MiB each, one NVDIMM per node",
-        numa=["-object", "memory-backend-ram,id=ram0,size=512M",
-              "-object", "memory-backend-ram,id=ram1,size=512M",
-              "-numa", "node,nodeid=0,cpus=0,memdev=ram0",
-              "-numa", "node,nodeid=1,cpus=1,memdev=ram1",
-              "-numa", "dist,src=0,dst=1,val=21"],
+        numa=NUMA2,
         nvdimms=[{"size": "262272K", "node": 0}, {"size": "262272K", "node": 1}],
         setup=FSDAX_DEVDAX),
+    "numa2-split": Topology(
+        "numa2-split", "numa2's machine with an fsdax namespace (ext4 -o dax) on each node's "
+        "NVDIMM: /mnt/pmem0 on node 0, /mnt/pmem1 on node 1",
+        numa=NUMA2, nvdimms=[{"size": "262272K", "node": 0}, {"size": "262272K", "node": 1}],
+        setup=FSDAX_BOTH),
     "kmem": Topology(
         "kmem", "one node with the CPUs and RAM, the devdax NVDIMM onlined as system RAM "
         "(kmem): a CPU-less node 1",
@@ -240,19 +277,23 @@ TOPOLOGIES = {
         nvdimms=[{"size": "655488K"}, {"size": "655488K"}, {"size": "524416K"}],
         modules=(*PMEM_MODULES, "xfs"), setup=BANDWIDTH),
     "cxl": Topology(
-        "cxl", "q35 with a CXL host bridge, one root port and a type-3 persistent memory "
-        "device (QEMU 7.2: pmem only), a 4 GiB fixed memory window",
+        "cxl", "q35 with a CXL host bridge, two root ports and a type-3 persistent memory "
+        "device (QEMU 7.2: pmem only), a 4 GiB fixed memory window; a pmem region, fsdax, "
+        "ext4 -o dax on /mnt/pmem0",
         machine="q35,cxl=on",
         extra=["-object", "memory-backend-file,id=cxl-mem0,share=on,mem-path={cxl0},size=256M",
                "-object", "memory-backend-file,id=cxl-lsa0,share=on,mem-path={lsa0},size=256M",
                "-device", "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1",
                "-device", "cxl-rp,port=0,bus=cxl.1,id=root_port13,chassis=0,slot=2",
+               # a second, empty root port, so the kernel programs the bridge's HDM
+               # decoder (see CXL_PMEM)
+               "-device", "cxl-rp,port=1,bus=cxl.1,id=root_port14,chassis=0,slot=3",
                "-device", "cxl-type3,bus=root_port13,memdev=cxl-mem0,lsa=cxl-lsa0,id=cxl-pmem0",
                "-M", "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"],
         backing=[("cxl0", "256M"), ("lsa0", "256M")],
         modules=("libnvdimm", "nd_pmem", "dax_pmem", "device_dax", "kmem", "ext4",
                  *CXL_MODULES),
-        setup=""),
+        setup=CXL_PMEM),
 }
 
 
@@ -491,6 +532,7 @@ ndctl list -NRD > cap/ndctl-list-NRD.json 2> cap/ndctl.err
 ndctl list -RNDv > cap/ndctl-list-RNDv.json 2>> cap/ndctl.err
 daxctl list > cap/daxctl-list.json 2> cap/daxctl.err
 cxl list -M -D -R -E -P > cap/cxl-list.json 2> cap/cxl.err
+cxl list -M -D -R -E -P -vvv > cap/cxl-list-vvv.json 2>> cap/cxl.err
 numactl -H > cap/numactl-H.txt 2>&1
 cat /proc/mounts > cap/proc-mounts.txt
 uname -r > cap/uname-r.txt
@@ -503,7 +545,8 @@ echo $? > cap/probe.rc
 
 def capture(topo: Topology, dest: Path, *, timeout: float = 900.0) -> GuestResult:
     python = REPO / ".venv" / "bin" / "python"
-    paths = " ".join(f"--path {mp}" for mp in ("/mnt/pmem0", "/mnt/xfs0") if mp in topo.setup)
+    paths = " ".join(f"--path {mp}" for mp in ("/mnt/pmem0", "/mnt/pmem1", "/mnt/xfs0")
+                     if mp in topo.setup)
     script = CAPTURE.format(python=shlex.quote(str(python)), paths=paths)
     result = run_guest(topo, script, timeout=timeout, keep=dest / "raw")
     return result

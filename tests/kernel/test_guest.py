@@ -1,5 +1,5 @@
 """Boot Debian's 6.1 kernel in QEMU per topology, run the probe live in the guest, and hold its
-report against ndctl, daxctl, numactl and /proc/mounts captured in the same guest."""
+report against ndctl, daxctl, cxl, numactl and /proc/mounts captured in the same guest."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tests.probes import kernel_compare as kc
 pytestmark = pytest.mark.kernel
 
 
-@pytest.mark.parametrize("topology", ["nvdimm2", "numa2", "kmem"])
+@pytest.mark.parametrize("topology", ["nvdimm2", "numa2", "numa2-split", "kmem", "cxl"])
 def test_probe_agrees_with_kernel_tools(guest, topology, tmp_path):
     res = guest.capture(guest.TOPOLOGIES[topology], tmp_path, timeout=900)
     assert res.rc == 0, res.stderr[-2000:]
@@ -23,6 +23,17 @@ def test_probe_agrees_with_kernel_tools(guest, topology, tmp_path):
     assert (cap / "probe.rc").read_text().strip() == "0", (cap / "probe.err").read_text()
     profile = json.loads((cap / "probe.json").read_text())
     assert profile["source"]["kind"] == "live"
+    cxl_list = (cap / "cxl-list.json").read_text()
+    if topology == "cxl":
+        # the setup made a pmem region (cxl create-region) and an fsdax namespace on it: the
+        # memdev, the region with its decoders and mappings as cxl list shows them, and the
+        # region libnvdimm got from it on the CXL bus, as ndctl shows it
+        assert kc.cxl_items(cxl_list)["regions"], cxl_list
+        assert kc.compare_cxl(profile["cxl"], cxl_list,
+                              (cap / "cxl-list-vvv.json").read_text()) == []
+        assert {r["provider"] for r in profile["pmem"]["regions"]} == {"CXL"}
+    else:
+        assert kc.compare_cxl(profile["cxl"], cxl_list) == []  # no CXL on either side
     assert profile["pmem"]["regions"]
     assert kc.compare_pmem(profile["pmem"], (cap / "ndctl-list-RNDv.json").read_text()) == []
     assert kc.compare_dax(profile["dax_devices"], (cap / "daxctl-list.json").read_text()) == []

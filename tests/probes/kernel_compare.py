@@ -58,10 +58,12 @@ def compare_pmem(pmem: dict, ndctl_text: str) -> list[str]:
             eq(f"{r['dev']}.persistence_domain", ours.get("persistence_domain"),
                r["persistence_domain"])
         if "iset_id" in r:
-            # the probe prints it as 0x%016x; ndctl as a decimal (signed on old builds)
+            # the probe prints it as 0x%016x; ndctl as a decimal (signed on old builds), and
+            # 0 for a region with no interleave-set cookie (a CXL region on 6.1 has no
+            # set_cookie), which the probe reports as None
             iset = ours.get("iset_id")
             eq(f"{r['dev']}.iset_id", int(iset, 16) if iset else None,
-               r["iset_id"] & (2**64 - 1))
+               (r["iset_id"] & (2**64 - 1)) or None)
     live = [n for n in pmem["namespaces"] if n.get("size_bytes")]
     namespaces = {n["name"]: n for n in live}
     eq("namespace names", sorted(namespaces), sorted(n["dev"] for n in tool["namespaces"]))
@@ -184,25 +186,95 @@ def _cxl_memdevs(node, out: dict) -> None:
                 _cxl_memdevs(value, out)
 
 
-def compare_cxl(cxl: dict, cxl_list_text: str) -> list[str]:
-    """``cxl list -M -D -R -E -P`` memdevs (names, pmem/ram size, serial, host) and regions."""
-    tool: dict[str, dict] = {}
-    _cxl_memdevs(json.loads(cxl_list_text) if cxl_list_text.strip() else [], tool)
+def cxl_items(text: str) -> dict[str, dict]:
+    """``cxl list`` (any of -M -D -R -E -P, verbose or not) flattened: {"memdevs": {name:
+    obj}, "regions": {name: obj}, "endpoint_decoders": {name: obj with the memdev it is in},
+    "bridges": {memdev: the host bridge, the host of the depth-1 port above its endpoint}}."""
+    out: dict[str, dict] = {"memdevs": {}, "regions": {}, "endpoint_decoders": {},
+                            "bridges": {}}
+
+    def walk(node, port_host=None) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item, port_host)
+            return
+        if not isinstance(node, dict):
+            return
+        if isinstance(node.get("memdev"), str):
+            out["memdevs"][node["memdev"]] = node
+        elif isinstance(node.get("region"), str) and "decoder" not in node:
+            out["regions"][node["region"]] = node
+        if "endpoint" in node:
+            memdev = node.get("memdev", {}).get("memdev") if isinstance(
+                node.get("memdev"), dict) else node.get("host")
+            if memdev and port_host:
+                out["bridges"][memdev] = port_host
+            for key, value in node.items():
+                if key.startswith("decoders:") and isinstance(value, list):
+                    for d in value:
+                        out["endpoint_decoders"][d["decoder"]] = dict(d, memdev=memdev)
+        host = node["host"] if "port" in node and node.get("depth") == 1 else port_host
+        for value in node.values():
+            if isinstance(value, (list, dict)):
+                walk(value, host)
+
+    walk(json.loads(text) if text.strip() else [])
+    return out
+
+
+def compare_cxl(cxl: dict, cxl_list_text: str, verbose_text: str = "") -> list[str]:
+    """``cxl list -M -D -R -E -P`` against the probe: memdevs (names, pmem/ram size, serial,
+    PCI host) and regions (names, size, interleave ways and granularity, committed, mode, and
+    the endpoint decoders and memdevs behind them). ``verbose_text`` (the same with -vvv) adds
+    each region's mappings with their interleave positions, which the plain listing omits."""
+    tool = cxl_items(cxl_list_text)
+    verbose = cxl_items(verbose_text) if verbose_text.strip() else None
     ours = {m["name"]: m for m in cxl["memdevs"]}
     bad = []
-    if sorted(ours) != sorted(tool):
-        bad.append(f"memdevs: probe {sorted(ours)}, cxl {sorted(tool)}")
-    for name, t in tool.items():
+
+    def eq(what: str, mine, theirs) -> None:
+        if mine != theirs:
+            bad.append(f"{what}: probe {mine!r}, cxl {theirs!r}")
+
+    eq("memdevs", sorted(ours), sorted(tool["memdevs"]))
+    for name, t in tool["memdevs"].items():
         o = ours.get(name, {})
-        for ours_key, key in (("pmem_bytes", "pmem_size"), ("ram_bytes", "ram_size")):
-            if o.get(ours_key) != t.get(key):  # cxl list omits an absent partition
-                bad.append(f"{name}.{key}: probe {o.get(ours_key)!r}, cxl {t.get(key)!r}")
-        if "serial" in t and int(o.get("serial") or "-1", 16) != t["serial"]:
-            bad.append(f"{name}.serial: probe {o.get('serial')!r}, cxl {t['serial']!r}")
-        if "host" in t and o.get("host") != t["host"]:
-            bad.append(f"{name}.host: probe {o.get('host')!r}, cxl {t['host']!r}")
-    text = cxl_list_text
-    tool_regions = sorted(set(re.findall(r'"region":"(region\d+)"', text.replace(" ", ""))))
-    if sorted(r["name"] for r in cxl["regions"]) != tool_regions:
-        bad.append(f"regions: probe {[r['name'] for r in cxl['regions']]}, cxl {tool_regions}")
+        eq(f"{name}.pmem_size", o.get("pmem_bytes"), t.get("pmem_size"))  # absent: None
+        eq(f"{name}.ram_size", o.get("ram_bytes"), t.get("ram_size"))
+        if "serial" in t:
+            eq(f"{name}.serial", int(o.get("serial") or "-1", 16), t["serial"])
+        if "host" in t:
+            eq(f"{name}.host", o.get("host"), t["host"])
+        if name in tool["bridges"]:  # listed with -P -E: the port tree
+            eq(f"{name}.host_bridge", o.get("host_bridge"), tool["bridges"][name])
+    regions = {r["name"]: r for r in cxl["regions"]}
+    eq("regions", sorted(regions), sorted(tool["regions"]))
+    for name, t in tool["regions"].items():
+        o = regions.get(name, {})
+        for mine, key in (("size_bytes", "size"), ("interleave_ways", "interleave_ways"),
+                          ("interleave_granularity", "interleave_granularity")):
+            if key in t:
+                eq(f"{name}.{key}", o.get(mine), t[key])
+        if "decode_state" in t:
+            eq(f"{name}.committed", o.get("committed"), t["decode_state"] == "commit")
+        # the region's mode: cxl list's "type" where it prints one (6.1's does not), else
+        # the mode of the endpoint decoders that serve it
+        decoders = {d: v for d, v in tool["endpoint_decoders"].items()
+                    if v.get("region") == name}
+        modes = {v.get("mode") for v in decoders.values()} - {None}
+        if "type" in t or modes:
+            eq(f"{name}.mode", o.get("mode"), t.get("type") or "/".join(sorted(modes)))
+        mine_targets = sorted((x["decoder"], x["memdev"]) for x in o.get("targets") or [])
+        eq(f"{name}.targets", mine_targets, sorted((d, v["memdev"])
+                                                   for d, v in decoders.items()))
+        if verbose is not None and name in verbose["regions"]:
+            maps = verbose["regions"][name].get("mappings") or []
+            eq(f"{name}.mappings", sorted((x["position"], x["decoder"], x["memdev"])
+                                          for x in o.get("targets") or []),
+               sorted((m["position"], m["decoder"], m["memdev"]) for m in maps))
     return bad
+
+
+def cxl_bridges(cxl_list_text: str) -> dict[str, str]:
+    """{memdev: the host bridge (ACPI0016:NN) its endpoint port sits under}, from cxl list."""
+    return cxl_items(cxl_list_text)["bridges"]

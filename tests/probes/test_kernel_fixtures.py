@@ -21,8 +21,10 @@ from pmem_advisor.probes.snapshot import open_snapshot
 from tests.probes import kernel_compare as kc
 
 FIXTURES = Path(__file__).parent / "fixtures"
-# The NVDIMM topologies (an ACPI NFIT with regions); kernel-6.1-cxl has only a CXL memdev.
-KERNEL = ["kernel-6.1-nvdimm2", "kernel-6.1-numa2", "kernel-6.1-kmem", "kernel-6.1-bandwidth"]
+# Every topology with an nd region: the NFIT ones, and cxl (a CXL pmem region that cxl_pmem
+# handed to libnvdimm on the CXL nvdimm bridge's bus, an fsdax namespace with ext4 -o dax).
+KERNEL = ["kernel-6.1-nvdimm2", "kernel-6.1-numa2", "kernel-6.1-numa2-split", "kernel-6.1-kmem",
+          "kernel-6.1-bandwidth", "kernel-6.1-cxl"]
 
 
 def _read(name: str, file: str) -> str:
@@ -44,7 +46,7 @@ def _profile(name: str, cache: dict) -> dict:
 
 def test_fixtures_present():
     """One snapshot per topology the guest brings up (docs/kernel.md says which)."""
-    for name in [*KERNEL, "kernel-6.1-cxl"]:
+    for name in KERNEL:
         assert (FIXTURES / name / "snapshot.tar.gz").is_file(), name
 
 
@@ -78,7 +80,7 @@ def test_numa_matches_numactl(name, profiles):
 @pytest.mark.parametrize("name", KERNEL)
 def test_dax_mount_matches_proc_mounts(name, profiles):
     mounts = _read(name, "proc-mounts.txt")
-    assert kc.dax_mounts(mounts), "the topology mounts ext4 with -o dax"
+    assert kc.dax_mounts(mounts), "the topology mounts ext4 (or xfs) with -o dax"
     assert kc.compare_mounts(_profile(name, profiles)["mounts"], mounts) == []
 
 
@@ -101,13 +103,33 @@ def test_kmem_node_is_cpu_less(profiles):
     assert any(d.get("mode") == "system-ram" for d in dax)
 
 
-def test_cxl_matches_cxl_list(profiles):
-    """Topology 4: the type-3 memdev as cxl list reports it (pmem only on QEMU 7.2; no region
-    was created, so none on either side)."""
+@pytest.mark.parametrize("name", KERNEL)
+def test_cxl_matches_cxl_list(name, profiles):
+    """CXL memdevs and regions as cxl list printed them (none on the NFIT topologies)."""
+    verbose = _read(name, "cxl-list-vvv.json")
+    assert kc.compare_cxl(_profile(name, profiles)["cxl"], _read(name, "cxl-list.json"),
+                          verbose) == []
+
+
+def test_cxl_region_from_the_kernel(profiles):
+    """Topology 4: `cxl create-region -t pmem -m -d decoder0.0 -w 1 mem0` on 6.1 made a
+    committed region over the type-3 memdev (pmem only on QEMU 7.2); cxl_pmem gave libnvdimm
+    a region on the CXL bus whose one DIMM is the bridge's nmem, and the fsdax namespace on
+    it is mounted with DAX. What 6.1 prints differs from the hand-written trees: no region
+    "type" in cxl list, no region "mode" in sysfs (a pmem region is the one with a
+    pmem_regionN child), no nfit/ under the nmem, no set_cookie (ndctl's iset_id 0)."""
     profile = _profile("kernel-6.1-cxl", profiles)
-    assert profile["cxl"]["memdevs"], "the capture saw no CXL memdev"
-    assert kc.compare_cxl(profile["cxl"], _read("kernel-6.1-cxl", "cxl-list.json")) == []
-    assert kc.compare_numa(profile["numa"], _read("kernel-6.1-cxl", "numactl-H.txt")) == []
+    items = kc.cxl_items(_read("kernel-6.1-cxl", "cxl-list.json"))
+    assert sorted(items["regions"]) == [r["name"] for r in profile["cxl"]["regions"]] != []
+    assert "type" not in next(iter(items["regions"].values()))
+    region = profile["cxl"]["regions"][0]
+    assert region["mode"] == "pmem" and region["committed"] is True
+    assert [t["memdev"] for t in region["targets"]] == sorted(items["memdevs"])
+    nd = kc.ndctl_items(_read("kernel-6.1-cxl", "ndctl-list-RNDv.json"))
+    assert [(r["name"], r["provider"], r["dimms"]) for r in profile["pmem"]["regions"]] == [
+        (r["dev"], "CXL", [m["dimm"] for m in r["mappings"]]) for r in nd["regions"]]
+    assert [d["name"] for d in profile["pmem"]["dimms"]] == [d["dev"] for d in nd["dimms"]]
+    assert kc.dax_mounts(_read("kernel-6.1-cxl", "proc-mounts.txt"))
 
 
 def _numa2_tree(tmp_path: Path, package_of_cpu1: int) -> dict:

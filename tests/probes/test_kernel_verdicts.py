@@ -349,3 +349,68 @@ def test_xfs_without_dax_from_the_guest(tmp_path, run_cli):
     ck011 = by_rule(report["findings"], "CK011")
     assert [(x["severity"], x["subject"]) for x in ck011] == [("fail", "mount:/mnt/xfs0")]
     assert ck011[0]["fix"] == "umount /mnt/xfs0 && mount -o dax=always /dev/pmem2 /mnt/xfs0"
+
+
+SPLIT = "kernel-6.1-numa2-split"
+
+
+def _split_mounts() -> dict[str, int]:
+    """numa2-split: {DAX mountpoint: the NUMA node ndctl gives the namespace under it}, from
+    /proc/mounts and ``ndctl list`` as the guest printed them."""
+    mounts = _read(SPLIT, "proc-mounts.txt")
+    device = {line.split()[1]: line.split()[0] for line in mounts.splitlines()}
+    node_of = {f"/dev/{n['blockdev']}": n["numa_node"]
+               for n in kc.ndctl_items(_read(SPLIT, "ndctl-list-RNDv.json"))["namespaces"]
+               if n.get("blockdev")}
+    return {mp: node_of[device[mp]] for mp in kc.dax_mounts(mounts)}
+
+
+def test_ck010_data_and_wal_on_different_nodes_pmem(run_cli):
+    """numa2-split: an fsdax namespace with ext4 -o dax on each node's NVDIMM. Data on one
+    node's DAX mount and the WAL on the other's is CK010's anti-pattern: a warning naming both
+    nodes as ndctl gives them, the fix naming the data's node; either way round. Data and WAL
+    on one mount: no CK010."""
+    on = _split_mounts()
+    assert len(on) == 2 and len(set(on.values())) == 2, on
+    for data_mp, wal_mp in (sorted(on), sorted(on, reverse=True)):
+        data, wal = f"{data_mp}/pg", f"{wal_mp}/wal"
+        dn, wn = on[data_mp], on[wal_mp]
+        report = check(run_cli, snapshot(SPLIT), "postgres", data, "--wal-dir", wal)
+        f = report["findings"]
+        ck010 = by_rule(f, "CK010")
+        assert [(x["severity"], x["subject"]) for x in ck010] == [("warn", "placement")], f
+        assert ck010[0]["message"].startswith(
+            f"data {data} is on node {dn}'s PMEM, the WAL {wal} on node {wn}'s:")
+        assert ck010[0]["fix"] == (f"put the WAL on node {dn}'s PMEM next to the data, and "
+                                   f"pin the server to node {dn}")
+        assert not by_rule(f, "CK011")  # both mounts have DAX on
+    for mp in on:
+        report = check(run_cli, snapshot(SPLIT), "postgres", f"{mp}/pg", "--wal-dir",
+                       f"{mp}/wal")
+        assert not by_rule(report["findings"], "CK010")
+
+
+def test_data_on_the_cxl_dax_mount(run_cli):
+    """cxl: ext4 -o dax on an fsdax namespace of the nd region cxl_pmem made from the CXL
+    pmem region. /proc/mounts shows dax=always: no 'PMEM without DAX' (CK011/PM003), PM002's
+    data and WAL on PMEM, the medium is CXL memory on the device /proc/mounts names; ndctl
+    gives the region persistence_domain memory_controller (unlike QEMU's NFIT), so no CK009;
+    recommend sizes PostgreSQL for no page cache (PM011)."""
+    k = Kernel("kernel-6.1-cxl")
+    assert k.dax_option == "dax=always"
+    assert kc.cxl_items(_read(k.name, "cxl-list.json"))["regions"]
+    region = next(r for r in kc.ndctl_items(_read(k.name, "ndctl-list-RNDv.json"))["regions"]
+                  if r["dev"] == k.mount_ns["region"])
+    assert region["persistence_domain"] == "memory_controller"
+    data = f"{k.mountpoint}/pg"
+    report = check(run_cli, snapshot(k.name), "postgres", data)
+    f = report["findings"]
+    assert not by_rule(f, "CK011") and not by_rule(f, "PM003"), f
+    assert not by_rule(f, "CK009"), f
+    assert by_rule(f, "PM002")[0]["message"].startswith("data and WAL on PMEM")
+    dev = k.device.removeprefix("/dev/")
+    assert f"data {data}: medium: cxl (CXL memory, {dev})" in report["notes"]
+    rec = recommend(run_cli, snapshot(k.name), "postgres", "--data-dir", data)
+    assert rec["target"]["data_medium"] == "cxl"
+    rules = {s["name"]: s["rule"] for s in rec["settings"]}
+    assert rules["shared_buffers"] == rules["effective_cache_size"] == "PM011"
