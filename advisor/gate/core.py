@@ -144,9 +144,11 @@ def check(paths: list[str] = (), *, config: str | None = None, dsn: str | None =
 def _drop_included(report: CheckReport) -> None:
     """A file that another checked file includes (`!includedir conf.d`, `include_dir`) is
     part of that file's configuration, as the server reads it: checked alone it would be a
-    fragment judged on defaults (its own memory sum with the default connections). It is
+    fragment judged on defaults (its own memory sum with the default connections), or refused
+    as no config at all (a `[mysql]` client fragment, a comment-only placeholder). It is
     checked once, through its includer, and a note says so."""
-    real = {os.path.realpath(t.file): t for t in report.targets if t.file}
+    real = {os.path.realpath(t.file): t.file for t in report.targets if t.file}
+    real.update((os.path.realpath(e.file), e.file) for e in report.errors)
     by = {}
     for t in report.targets:
         for f in t.files:
@@ -157,10 +159,11 @@ def _drop_included(report: CheckReport) -> None:
         return
     report.targets = [t for t in report.targets
                       if not (t.file and os.path.realpath(t.file) in by)]
-    gone = tuple(f"{real[r].file}: " for r in by)
+    report.errors = [e for e in report.errors if os.path.realpath(e.file) not in by]
+    gone = tuple(f"{real[r]}: " for r in by)
     report.notes = [n for n in report.notes if not n.startswith(gone)]
     for r, includer in sorted(by.items()):
-        report.notes.append(f"{real[r].file}: checked as part of {includer}, which includes it")
+        report.notes.append(f"{real[r]}: checked as part of {includer}, which includes it")
 
 
 def _merge(targets: list[TargetResult]) -> list[GateFinding]:

@@ -185,25 +185,93 @@ def test_a_project_file_with_an_unknown_key_names_the_file(run_cli, tmp_path, mo
     assert code == 2 and ".pmem-advisor.toml" in err and "engin" in err, err
 
 
-def test_an_included_file_is_checked_through_its_includer_not_alone(run_cli, tmp_path):
-    # my.cnf sets max_connections = 1000 and includes conf.d/, whose fragment sizes the
-    # per-connection buffers: alone, the fragment would be judged on the default 151
-    # connections and fit; through its includer the worst case (1000 x 64M) does not.
+# (engine flags, the includer's name and text, the fragment's path and text, the line of
+# the fragment's durability FAIL): each server's include directives, relative and absolute.
+# The includer raises max_connections; the fragment sizes the per-connection buffers: alone it
+# would be judged on the default connections and fit, through its includer it does not.
+MARIADB = ("--db", "mariadb", "--version", "10.11")
+MYSQL = ("--db", "mysql", "--version", "8.4")
+PG = ("--db", "postgres", "--version", "16")
+MY_FRAG = "[mysqld]\nsort_buffer_size = 64M\ninnodb_flush_log_at_trx_commit = 0\n"
+PG_FRAG = "work_mem = 256MB\nfsync = off\n"
+INCLUDES = {
+    "mariadb-includedir-absolute": (MARIADB, "my.cnf", "[mysqld]\nmax_connections = 1000\n"
+                                    "!includedir {dir}/conf.d\n", "conf.d/buffers.cnf",
+                                    MY_FRAG, 3),
+    "mysql-includedir": (MYSQL, "my.cnf", "[mysqld]\nmax_connections = 1000\n!includedir "
+                         "conf.d\n", "conf.d/buffers.cnf", MY_FRAG, 3),
+    "mysql-include": (MYSQL, "my.cnf", "[mysqld]\nmax_connections = 1000\n!include "
+                      "conf.d/buffers.cnf\n", "conf.d/buffers.cnf", MY_FRAG, 3),
+    "postgres-include_dir": (PG, "postgresql.conf", "max_connections = 1000\n"
+                             "include_dir = 'conf.d'\n", "conf.d/frag.conf", PG_FRAG, 2),
+    "postgres-include": (PG, "postgresql.conf", "max_connections = 1000\n"
+                         "include 'conf.d/frag.conf'\n", "conf.d/frag.conf", PG_FRAG, 2),
+    "postgres-include_if_exists": (PG, "postgresql.conf", "max_connections = 1000\n"
+                                   "include_if_exists = 'conf.d/frag.conf'\n",
+                                   "conf.d/frag.conf", PG_FRAG, 2),
+}
+
+
+@pytest.mark.parametrize("case", INCLUDES.values(), ids=INCLUDES.keys())
+@pytest.mark.parametrize("how", ["directory", "paths"])
+def test_an_included_file_is_checked_through_its_includer_not_alone(run_cli, tmp_path,
+                                                                    monkeypatch, case, how):
+    flags, includer, text, frag, frag_text, line = case
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "conf.d").mkdir()
-    (tmp_path / "my.cnf").write_text(f"[mysqld]\nmax_connections = 1000\n"
-                                     f"!includedir {tmp_path / 'conf.d'}\n")
-    (tmp_path / "conf.d" / "buffers.cnf").write_text("[mysqld]\nsort_buffer_size = 64M\n"
-                                                     "innodb_flush_log_at_trx_commit = 0\n")
-    code, out, err = run_cli("check", "--db", "mariadb", "--version", "10.11", "--memory", "16G",
-                             "--cpus", "4", str(tmp_path), "--format", "json")
+    (tmp_path / includer).write_text(text.format(dir=tmp_path))
+    (tmp_path / frag).write_text(frag_text)
+    args = ["."] if how == "directory" else [frag, includer]  # the fragment met first
+    shown = f"./{frag}" if how == "directory" else frag  # the path as given, joined
+    run = ("check", *flags, "--memory", "16G", "--cpus", "4", "--no-project", "--no-measure",
+           *args)
+    code, out, err = run_cli(*run, "--format", "json")
     doc = json.loads(out)
-    assert code == 1, err
+    assert code == 1 and not doc["errors"], err
     ck001 = [f for f in doc["findings"] if f["rule"] == "CK001"]
-    assert len(ck001) == 1 and ck001[0]["file"].endswith("buffers.cnf"), doc["findings"]
-    assert f"{tmp_path / 'conf.d' / 'buffers.cnf'}: checked as part of {tmp_path / 'my.cnf'}" \
-        in err
+    assert [(os.path.realpath(f["file"]), f["line"]) for f in ck001] == [
+        (str(tmp_path / frag), line)], doc["findings"]
+    assert [os.path.realpath(f) for f in doc["files"]] == [str(tmp_path / includer)], doc
+    assert f"{shown}: checked as part of " in err, err
     memory = [f for f in doc["findings"] if f["rule"] == "CK004"]
     assert memory and all("1000" in f["message"] for f in memory), doc["findings"]
+    code, out, err = run_cli(*run)  # text: the fragment's own file and line
+    assert code == 1, err
+    fails = [ln for ln in out.splitlines() if "[CK001]" in ln]
+    assert len(fails) == 1 and f"{tmp_path / frag}:{line}" in fails[0], out
+    code, out, err = run_cli(*run, "--format", "sarif")
+    assert code == 1, err
+    located = [(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                r["locations"][0]["physicalLocation"]["region"]["startLine"])
+               for r in _validated_sarif(out)["results"] if r["ruleId"] == "CK001"]
+    assert located == [(frag, line)], located
+
+
+@pytest.mark.parametrize("flags,includer,text,fragment,frag_text", [
+    # Debian's /etc/mysql/conf.d/mysql.cnf: client groups only, no setting a server reads
+    (MYSQL, "my.cnf", "[mysqld]\nmax_connections = 1000\n!includedir conf.d\n",
+     "conf.d/mysql.cnf", "[mysql]\nno-auto-rehash\n"),
+    # a placeholder an include_dir keeps: comments only, no engine to tell by
+    ((), "postgresql.conf", "max_connections = 1000\ninclude_dir 'conf.d'\n",
+     "conf.d/00-placeholder.conf", "# settings for this host go here\n"),
+], ids=["mysql-client-groups", "postgres-placeholder"])
+def test_a_fragment_that_cannot_stand_alone_is_no_error_through_its_includer(
+        run_cli, tmp_path, monkeypatch, flags, includer, text, fragment, frag_text):
+    # alone each is refused (no [mysqld] setting; no engine): read by its includer it is part
+    # of a good config, and the run must not fail on it
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "conf.d").mkdir()
+    (tmp_path / includer).write_text(text)
+    (tmp_path / fragment).write_text(frag_text)
+    code, out, err = run_cli("check", *flags, "--memory", "16G", "--no-project", "--no-measure",
+                             fragment, includer, "--format", "json")
+    doc = json.loads(out)
+    assert code != 2 and doc["errors"] == [], (doc["errors"], err)
+    assert "pmem-advisor: error:" not in err, err
+    assert f"{fragment}: checked as part of {includer}" in err, err
+    code, _, err = run_cli("check", *flags, "--memory", "16G", "--no-project", "--no-measure",
+                           fragment)
+    assert code == 2 and fragment in err, err  # named alone, it is the error it was
 
 
 # ---------------------------------------------------------------- bad input among many files
