@@ -19,7 +19,13 @@ from pmem_advisor.gate.files import (
     load_project,
     shape_engine,
 )
-from pmem_advisor.gate.report import CheckReport, FileError, GateFinding, TargetResult
+from pmem_advisor.gate.report import (
+    CheckReport,
+    FileError,
+    GateFinding,
+    SkippedFile,
+    TargetResult,
+)
 from pmem_advisor.library.recommend import (
     installed_version,
     load_profile,
@@ -95,7 +101,11 @@ def check(paths: list[str] = (), *, config: str | None = None, dsn: str | None =
     if config:
         specs.append(FileSpec(config, f"--config {config}"))
     files, errors = expand(list(paths))
-    specs += [FileSpec(f, f) for f in files]
+    excluded = [f for f, _ in files if proj is not None and proj.excludes(f)]
+    specs += [FileSpec(f, f, found=found) for f, found in files if f not in excluded]
+    if excluded:  # a file named on the command line too (pre-commit names each file)
+        report.notes.append(f"{len(excluded)} file(s) excluded by {proj.path}: "
+                            + ", ".join(excluded[:5]) + (" ..." if len(excluded) > 5 else ""))
     if dsn and len(specs) > 1:
         raise UsageError("--dsn checks one running server: give at most one config file")
     single = len(specs) + len(errors) <= 1
@@ -105,11 +115,19 @@ def check(paths: list[str] = (), *, config: str | None = None, dsn: str | None =
         raise errors[0][1]
     report.errors += [FileError(p, e) for p, e in errors]
     shared: dict = {}
-    for spec in specs or [None]:
+    for spec in specs or ([] if paths or config else [None]):  # the host alone: no path
         if spec is not None and proj is not None:
             proj.apply(spec)
         try:
             result, notes = _check_one(spec, dsn, opt, shared, many=not single)
+        except UnknownEngine as e:
+            if not e.skippable or not spec.found:  # a file named on the command line
+                if single:
+                    raise
+                report.errors.append(FileError(spec.path, e))
+                continue
+            report.skipped_files.append(SkippedFile(spec.path, e.why))  # a walk's nginx.conf
+            continue
         except AdvisorError as e:
             if single:
                 raise
@@ -125,6 +143,14 @@ def check(paths: list[str] = (), *, config: str | None = None, dsn: str | None =
             result.findings = kept
     if not single:
         _drop_included(report)
+    report.notes += [f"{s.file}: skipped: cannot tell its engine ({s.why}); say it in "
+                     f"{PROJECT_FILE} or exclude it there" for s in report.skipped_files]
+    if report.skipped_files and not report.targets and not report.errors:
+        raise InputError(f"{', '.join(paths)}: no config file whose engine can be told "
+                         f"({len(report.skipped_files)} skipped: "
+                         f"{', '.join(s.file for s in report.skipped_files[:3])}"
+                         f"{' ...' if len(report.skipped_files) > 3 else ''})",
+                         hint=f"say the engine with --db or in {PROJECT_FILE}")
     if report.emulated:  # the caveat reaches every output
         from pmem_advisor.report.describe import EMULATION_NOTE
 
@@ -149,6 +175,7 @@ def _drop_included(report: CheckReport) -> None:
     checked once, through its includer, and a note says so."""
     real = {os.path.realpath(t.file): t.file for t in report.targets if t.file}
     real.update((os.path.realpath(e.file), e.file) for e in report.errors)
+    real.update((os.path.realpath(s.file), s.file) for s in report.skipped_files)
     by = {}
     for t in report.targets:
         for f in t.files:
@@ -160,6 +187,8 @@ def _drop_included(report: CheckReport) -> None:
     report.targets = [t for t in report.targets
                       if not (t.file and os.path.realpath(t.file) in by)]
     report.errors = [e for e in report.errors if os.path.realpath(e.file) not in by]
+    report.skipped_files = [s for s in report.skipped_files
+                            if os.path.realpath(s.file) not in by]
     gone = tuple(f"{real[r]}: " for r in by)
     report.notes = [n for n in report.notes if not n.startswith(gone)]
     for r, includer in sorted(by.items()):
@@ -399,21 +428,55 @@ def _use_config(t: CheckTarget, spec: FileSpec, notes: list[str], *,
     except InputError as e:
         if by_content and t.engine == "postgres":  # not a postgresql.conf after all
             raise _unknown_engine(
-                spec, f"it does not parse as a postgresql.conf ({e.message})") from None
+                spec, f"it does not parse as a postgresql.conf ({e.message})",
+                skippable=not _names_a_postgres_parameter(spec.path)) from None
         raise
-    if by_content and t.engine == "postgres" and not cfg:
-        # no [group] and no setting: any engine's empty file; judging it as PostgreSQL's
-        # would report PostgreSQL's defaults as this file's findings
+    if by_content and t.engine == "postgres" and not _names_a_postgres_parameter(spec.path,
+                                                                                  cfg):
+        # no [group] and no PostgreSQL parameter: any engine's empty file, a sysctl.conf, a
+        # `key = value` file of any program; judging it as PostgreSQL's would report
+        # PostgreSQL's defaults (and its own names as unknown) as this file's findings
         raise _unknown_engine(spec, "it sets nothing a postgresql.conf would")
     t.settings, t.source = {**t.settings, **cfg}, "config"
 
 
-def _unknown_engine(spec: FileSpec, why: str) -> InputError:
+class UnknownEngine(InputError):
+    """A file no source names the engine of, whose text does not tell it either: an error
+    when named on the command line, skipped with a note when a walk or a glob found it
+    (``skippable``: unless its text names a PostgreSQL parameter, as a postgresql.conf with a
+    syntax error does: that is a config the gate must not pass over)."""
+
+    def __init__(self, message: str, *, why: str, skippable: bool, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.why, self.skippable = why, skippable
+
+
+def _unknown_engine(spec: FileSpec, why: str, *, skippable: bool = True) -> UnknownEngine:
     """A file no source names the engine of, whose text does not tell it either."""
-    return InputError(f"{spec.label}: cannot tell its engine: no [group] line of a "
-                      f"MySQL/MariaDB option file, and {why}",
-                      hint="say it with --db, a first line `# pmem-advisor: ENGINE [VERSION]`"
-                      f", or an engine for its glob in {PROJECT_FILE}")
+    return UnknownEngine(f"{spec.label}: cannot tell its engine: no [group] line of a "
+                         f"MySQL/MariaDB option file, and {why}", why=why, skippable=skippable,
+                         hint="say it with --db, a first line `# pmem-advisor: ENGINE "
+                         f"[VERSION]`, or an engine for its glob in {PROJECT_FILE}")
+
+
+def _names_a_postgres_parameter(path: str, names=None) -> bool:
+    """Whether a file (or the setting ``names`` a parse gave) names any parameter a
+    PostgreSQL server has (its own lists, every series): what tells a postgresql.conf
+    fragment from an nginx.conf or a logrotate file."""
+    import re
+
+    from pmem_advisor.knobs.catalog import server_option_names
+
+    known = server_option_names("postgresql")
+    if names is None:
+        from pmem_advisor.knobs.configfile import read_head
+
+        try:
+            text = read_head(path, 1 << 20)
+        except (OSError, AdvisorError):
+            return False
+        names = re.findall(r"^\s*([A-Za-z_][\w.]*)\s*(?:=|\s)", text, re.M)
+    return any(n.lower() in known for n in names)
 
 
 def _newest(engine: str, flavour: str | None) -> str:

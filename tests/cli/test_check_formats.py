@@ -305,19 +305,44 @@ def _binary(d: Path) -> Path:
     return p
 
 
+def _nginx(d: Path) -> Path:  # a web server's config beside the database's
+    p = d / "nginx.conf"
+    p.write_text("user www-data;\nworker_processes auto;\ninclude /etc/nginx/modules/*.conf;\n"
+                 "events {\n    worker_connections 768;\n}\n")
+    return p
+
+
+def _logrotate(d: Path) -> Path:
+    p = d / "logrotate.conf"
+    p.write_text("weekly\nrotate 4\ncreate\ninclude /etc/logrotate.d\n")
+    return p
+
+
+def _sysctl(d: Path) -> Path:  # `key = value` lines PostgreSQL's lexer reads, of no parameter
+    p = d / "99-sysctl.conf"
+    p.write_text("vm.swappiness = 1\nvm.overcommit_memory = 2\n")
+    return p
+
+
+# files that are read but whose engine nothing tells: an error when named, skipped by a walk
+UNPLACED = [(_prose, "cannot tell its engine"), (_empty, "cannot tell its engine"),
+            (_nginx, "cannot tell its engine"), (_logrotate, "cannot tell its engine"),
+            (_sysctl, "cannot tell its engine")]
 BAD_FILES = [
-    (_prose, "cannot tell its engine"),
-    (_empty, "cannot tell its engine"),
+    *UNPLACED,
     (_fifo, "not a regular file (a FIFO)"),
     (_dangling, "a symbolic link to a file that does not exist"),
     (_binary, "binary data"),
 ]
 # the engine and version by the file's first line: the bad file's engine is left unsaid
 GOOD = "# pmem-advisor: mariadb 10.11\n" + MEMORY_CNF
+_ids = lambda x: getattr(x, "__name__", "")  # noqa: E731
 
 
-@pytest.mark.parametrize("make,needle", BAD_FILES, ids=lambda x: getattr(x, "__name__", ""))
-@pytest.mark.parametrize("how", ["paths", "directory"])
+@pytest.mark.parametrize("how,make,needle", [
+    *(("paths", m, n) for m, n in BAD_FILES),
+    *(("directory", m, n) for m, n in BAD_FILES if (m, n) not in UNPLACED),
+], ids=lambda x: getattr(x, "__name__", x if isinstance(x, str) and len(x) < 12 else ""))
 def test_a_bad_file_among_many_is_one_line_exit_2_and_the_others_are_checked(
         run_cli, tmp_path, make, needle, how):
     good = tmp_path / "good.cnf"
@@ -337,13 +362,106 @@ def test_a_bad_file_among_many_is_one_line_exit_2_and_the_others_are_checked(
                for f in doc["findings"]), doc["findings"]
 
 
-@pytest.mark.parametrize("make,needle", BAD_FILES, ids=lambda x: getattr(x, "__name__", ""))
+@pytest.mark.parametrize("make,needle", BAD_FILES, ids=_ids)
 def test_a_bad_file_alone_is_one_line_exit_2(run_cli, tmp_path, make, needle):
     bad = make(tmp_path)
     code, out, err = run_cli("check", "--memory", "8G", "--no-project", "--no-measure",
                              str(bad))
     assert code == 2 and out == "", (out, err)
     assert err.count("\n") == 1 and str(bad.name) in err and needle in err, err
+
+
+@pytest.mark.parametrize("how", ["directory", "glob"])
+def test_a_walk_or_a_glob_skips_a_file_whose_engine_cannot_be_told(run_cli, tmp_path,
+                                                                  monkeypatch, how):
+    # a conf.d of a real host holds other programs' *.conf: a walk notes and counts them,
+    # and checks the database's files; it does not fail the run (exit 2) on them
+    monkeypatch.chdir(tmp_path)
+    Path("etc").mkdir()
+    Path("etc/good.cnf").write_text(GOOD)
+    skipped = sorted(str(m(Path("etc"))) for m, _ in UNPLACED)
+    args = ["etc"] if how == "directory" else ["etc/*"]
+    code, out, err = run_cli("check", "--memory", "8G", "--no-project", "--no-measure", *args,
+                             "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["errors"] == [], (doc["errors"], err)
+    assert sorted(s["file"] for s in doc["skipped_files"]) == skipped, doc["skipped_files"]
+    assert all("cannot tell its engine" in s["reason"] for s in doc["skipped_files"])
+    for f in skipped:  # one line each on stderr, naming the file
+        assert len([ln for ln in err.splitlines()
+                    if ln.startswith(f"note: {f}: skipped: cannot tell its engine")]) == 1, err
+    assert "pmem-advisor: error:" not in err, err
+    assert any(f["rule"] == "CK004" and Path(f["file"]).name == "good.cnf"
+               for f in doc["findings"])
+    code, out, _ = run_cli("check", "--memory", "8G", "--no-project", "--no-measure", *args)
+    assert code == 1 and f"{len(skipped)} file(s) skipped" in out, out
+    code, out, _ = run_cli("check", "--memory", "8G", "--no-project", "--no-measure", *args,
+                           "--format", "junit")
+    import xml.etree.ElementTree as ET
+
+    cases = {c.get("name"): c for c in ET.fromstring(out).iter("testcase")}
+    assert all(cases[f].find("skipped") is not None for f in skipped), out
+
+
+def test_a_walk_does_not_skip_a_postgresql_fragment_with_a_syntax_error(run_cli, tmp_path):
+    # it names PostgreSQL's parameters: a broken config, not another program's file
+    (tmp_path / "good.cnf").write_text(GOOD)
+    (tmp_path / "tuning.conf").write_text("shared_buffers = = 1GB\nwork_mem = 4MB\n")
+    code, out, err = run_cli("check", "--memory", "8G", "--no-project", "--no-measure",
+                             str(tmp_path), "--format", "json")
+    doc = json.loads(out)
+    assert code == 2 and [Path(e["file"]).name for e in doc["errors"]] == ["tuning.conf"], err
+    assert doc["skipped_files"] == []
+
+
+def test_a_walk_of_nothing_but_other_programs_files_is_exit_2(run_cli, tmp_path):
+    _nginx(tmp_path)
+    _logrotate(tmp_path)
+    code, out, err = run_cli("check", "--memory", "8G", "--no-project", "--no-measure",
+                             str(tmp_path))
+    assert code == 2 and out == "", (out, err)
+    errors = [ln for ln in err.splitlines() if ln.startswith("pmem-advisor: error:")]
+    assert len(errors) == 1 and "no config file whose engine can be told" in errors[0], err
+    assert "2 skipped" in errors[0] and "Traceback" not in err
+
+
+def test_the_project_files_exclude_leaves_files_out_of_walks_and_named_paths(
+        run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("etc/nginx").mkdir(parents=True)
+    Path("etc/good.cnf").write_text(GOOD)
+    _nginx(Path("etc/nginx"))
+    _sysctl(Path("etc"))
+    Path(".pmem-advisor.toml").write_text('exclude = ["etc/nginx", "**/99-*.conf"]\n')
+    code, out, err = run_cli("check", "--memory", "8G", "--no-measure", "etc", "--format",
+                             "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["errors"] == [] and doc["skipped_files"] == [], (doc, err)
+    assert doc["files"] == ["etc/good.cnf"], doc["files"]
+    assert "2 file(s) excluded by" in err, err
+    # pre-commit names each file: an excluded one named is left out too, and nothing else is
+    # checked in its place (not the host alone)
+    code, out, err = run_cli("check", "--memory", "8G", "--no-measure", "etc/99-sysctl.conf",
+                             "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["findings"] == [] and doc["files"] == [], (doc, err)
+    assert "1 file(s) excluded by" in err, err
+
+
+@pytest.mark.parametrize("value,needle", [
+    ('["[a"]', "'[' without its ']'"),
+    ('["/etc/*.conf"]', "relative to the project file"),
+    ('"nginx/**"', "exclude must be a list"),
+    ("[1]", "exclude must be a list"),
+])
+def test_a_bad_exclude_is_one_line_exit_2_naming_the_project_file(run_cli, tmp_path,
+                                                                   monkeypatch, value, needle):
+    monkeypatch.chdir(tmp_path)
+    Path("a.cnf").write_text(GOOD)
+    Path(".pmem-advisor.toml").write_text(f"exclude = {value}\n")
+    code, out, err = run_cli("check", "--memory", "8G", "--no-measure", ".")
+    assert code == 2 and out == "", (out, err)
+    assert err.count("\n") == 1 and ".pmem-advisor.toml" in err and needle in err, err
 
 
 def test_a_file_the_user_cannot_read_is_one_line_exit_2_and_the_others_are_checked(
