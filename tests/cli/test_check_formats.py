@@ -229,16 +229,18 @@ def test_an_included_file_is_checked_through_its_includer_not_alone(run_cli, tmp
     doc = json.loads(out)
     assert code == 1 and not doc["errors"], err
     ck001 = [f for f in doc["findings"] if f["rule"] == "CK001"]
-    assert [(os.path.realpath(f["file"]), f["line"]) for f in ck001] == [
-        (str(tmp_path / frag), line)], doc["findings"]
-    assert [os.path.realpath(f) for f in doc["files"]] == [str(tmp_path / includer)], doc
+    # the path as the user gave it, joined with the walked or included part; an include
+    # the includer names by an absolute path, as it names it
+    at = str(tmp_path / frag) if "{dir}" in text else shown
+    assert [(f["file"], f["line"]) for f in ck001] == [(at, line)], doc["findings"]
+    assert doc["files"] == [f"./{includer}" if how == "directory" else includer], doc["files"]
     assert f"{shown}: checked as part of " in err, err
     memory = [f for f in doc["findings"] if f["rule"] == "CK004"]
     assert memory and all("1000" in f["message"] for f in memory), doc["findings"]
     code, out, err = run_cli(*run)  # text: the fragment's own file and line
     assert code == 1, err
     fails = [ln for ln in out.splitlines() if "[CK001]" in ln]
-    assert len(fails) == 1 and f"{tmp_path / frag}:{line}" in fails[0], out
+    assert len(fails) == 1 and f"({at}:{line})" in fails[0], out
     code, out, err = run_cli(*run, "--format", "sarif")
     assert code == 1, err
     located = [(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
@@ -272,6 +274,45 @@ def test_a_fragment_that_cannot_stand_alone_is_no_error_through_its_includer(
     code, _, err = run_cli("check", *flags, "--memory", "16G", "--no-project", "--no-measure",
                            fragment)
     assert code == 2 and fragment in err, err  # named alone, it is the error it was
+
+
+@pytest.mark.parametrize("given", ["conf", "./conf", "conf/*.cnf", "{tmp}/conf"])
+def test_findings_errors_and_text_name_a_file_by_the_path_as_given(run_cli, tmp_path,
+                                                                   monkeypatch, given):
+    # one rule, like ripgrep's: the path as the user gave it joined with the walked or the
+    # included part, in JSON, JUnit, text and the errors alike (SARIF: relative to its base)
+    monkeypatch.chdir(tmp_path)
+    Path("conf/conf.d").mkdir(parents=True)
+    Path("conf/my.cnf").write_text("[mysqld]\nmax_connections = 100\n!includedir conf.d\n")
+    Path("conf/conf.d/durability.cnf").write_text("[mysqld]\ninnodb_flush_log_at_trx_commit = 0\n")
+    Path("conf/bad.cnf").write_text("[mysqld]\n[mysqld\n")
+    Path("conf/missing-include.cnf").write_text("[mysqld]\n!include nowhere.cnf\n")
+    arg = given.format(tmp=tmp_path)
+    base = arg.removesuffix("/*.cnf")
+    frag, bad, inc = (f"{base}/conf.d/durability.cnf", f"{base}/bad.cnf",
+                      f"{base}/missing-include.cnf")
+    run = ("check", *MARIADB, "--memory", "8G", "--no-project", "--no-measure", arg)
+    code, out, err = run_cli(*run, "--format", "json")
+    doc = json.loads(out)
+    assert code == 2, err
+    assert [(f["file"], f["line"]) for f in doc["findings"] if f["rule"] == "CK001"] == [
+        (frag, 2)], doc["findings"]
+    assert doc["files"] == [f"{base}/my.cnf"], doc["files"]
+    assert {e["file"]: e["error"].split(": ")[0] for e in doc["errors"]} == {
+        bad: f"{bad}:2", inc: f"{inc}:2"}, doc["errors"]
+    errors = sorted(ln for ln in err.splitlines() if ln.startswith("pmem-advisor: error:"))
+    assert [ln.split()[2] for ln in errors] == [f"{bad}:2:", f"{inc}:2:"], err
+    code, out, _ = run_cli(*run)
+    assert f"({frag}:2)" in out, out
+    code, out, _ = run_cli(*run, "--format", "junit")
+    import xml.etree.ElementTree as ET
+
+    named = {c.get("file") for c in ET.fromstring(out).iter("testcase")}
+    assert {frag, bad, inc} <= named, named
+    code, out, _ = run_cli(*run, "--format", "sarif")
+    uris = {loc["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(out)["runs"][0]["results"] for loc in r.get("locations", [])}
+    assert "conf/conf.d/durability.cnf" in uris, uris
 
 
 # ---------------------------------------------------------------- bad input among many files
@@ -391,8 +432,7 @@ def test_a_walk_or_a_glob_skips_a_file_whose_engine_cannot_be_told(run_cli, tmp_
         assert len([ln for ln in err.splitlines()
                     if ln.startswith(f"note: {f}: skipped: cannot tell its engine")]) == 1, err
     assert "pmem-advisor: error:" not in err, err
-    assert any(f["rule"] == "CK004" and Path(f["file"]).name == "good.cnf"
-               for f in doc["findings"])
+    assert any(f["rule"] == "CK004" and f["file"] == "etc/good.cnf" for f in doc["findings"])
     code, out, _ = run_cli("check", "--memory", "8G", "--no-project", "--no-measure", *args)
     assert code == 1 and f"{len(skipped)} file(s) skipped" in out, out
     code, out, _ = run_cli("check", "--memory", "8G", "--no-project", "--no-measure", *args,
@@ -482,8 +522,7 @@ def test_a_file_the_user_cannot_read_is_one_line_exit_2_and_the_others_are_check
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("pmem-advisor: error:")]
     assert len(errors) == 1 and "secret.cnf" in errors[0] and "Permission denied" in errors[0]
     assert "Traceback" not in r.stderr
-    assert any(f["rule"] == "CK004" and Path(f["file"]).name == "good.cnf"
-               for f in doc["findings"]), (
+    assert any(f["rule"] == "CK004" and f["file"] == "good.cnf" for f in doc["findings"]), (
         [(f["rule"], f["file"]) for f in doc["findings"]], r.stderr)
 
 
