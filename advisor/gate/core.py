@@ -4,6 +4,7 @@ papers' rules and the pre-deployment checks, as one report the CLI only renders 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 
 from pmem_advisor.engines.registry import get_engine
@@ -314,8 +315,6 @@ def _locate(f, where: dict, file: str | None) -> GateFinding:
     finding at no file."""
     loc = where.get(f.subject)
     if loc is None and file is not None:
-        import re
-
         named = [n for n in where if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w.])", f.message)]
         loc = where[named[0]] if named else None
     path, line = None, None
@@ -404,7 +403,12 @@ def _use_config(t: CheckTarget, spec: FileSpec, notes: list[str], *,
     """A config file's settings (over a running server's), for the target or the installed
     server's version (said in a note)."""
     by_content = t.engine is None  # nothing but the text says the engine
-    t.engine = t.engine or sniff_config(spec.path, spec.label)[0]
+    if by_content:
+        t.engine, groups = sniff_config(spec.path, spec.label)
+        others = [g for g in groups if not _MYSQL_GROUP.search(g)]
+        if groups and len(others) == len(groups):  # [Service] of a systemd drop-in, smb.conf
+            raise _unknown_engine(spec, f"its [{others[0]}] group is no MySQL/MariaDB "
+                                  "program's, and it has no other")
     if t.version is None and get_engine(t.engine).kind == "advice":
         pass  # nothing runs here: the rules take the version as given (--version)
     elif t.version is None:
@@ -428,7 +432,8 @@ def _use_config(t: CheckTarget, spec: FileSpec, notes: list[str], *,
     except InputError as e:
         if by_content and t.engine == "postgres":  # not a postgresql.conf after all
             raise _unknown_engine(
-                spec, f"it does not parse as a postgresql.conf ({e.message})",
+                spec, "no [group] line of a MySQL/MariaDB option file, and it does not parse "
+                f"as a postgresql.conf ({e.message})",
                 skippable=not _names_a_postgres_parameter(spec.path)) from None
         raise
     if by_content and t.engine == "postgres" and not _names_a_postgres_parameter(spec.path,
@@ -436,7 +441,8 @@ def _use_config(t: CheckTarget, spec: FileSpec, notes: list[str], *,
         # no [group] and no PostgreSQL parameter: any engine's empty file, a sysctl.conf, a
         # `key = value` file of any program; judging it as PostgreSQL's would report
         # PostgreSQL's defaults (and its own names as unknown) as this file's findings
-        raise _unknown_engine(spec, "it sets nothing a postgresql.conf would")
+        raise _unknown_engine(spec, "no [group] line of a MySQL/MariaDB option file, and it "
+                              "sets nothing a postgresql.conf would")
     t.settings, t.source = {**t.settings, **cfg}, "config"
 
 
@@ -451,10 +457,17 @@ class UnknownEngine(InputError):
         self.why, self.skippable = why, skippable
 
 
+# The groups MySQL's and MariaDB's programs read (server, clients, tools, Galera's SST,
+# backup tools, mysqld_multi's [mysqldN]): a file of [groups] none of which is one of these
+# is some other program's ini file.
+_MYSQL_GROUP = re.compile(r"mysql|maria|client|server|galera|embedded|sst|xtrabackup|backup|"
+                          r"isam|aria|innochecksum|ndb|connector", re.I)
+
+
 def _unknown_engine(spec: FileSpec, why: str, *, skippable: bool = True) -> UnknownEngine:
     """A file no source names the engine of, whose text does not tell it either."""
-    return UnknownEngine(f"{spec.label}: cannot tell its engine: no [group] line of a "
-                         f"MySQL/MariaDB option file, and {why}", why=why, skippable=skippable,
+    return UnknownEngine(f"{spec.label}: cannot tell its engine: {why}", why=why,
+                         skippable=skippable,
                          hint="say it with --db, a first line `# pmem-advisor: ENGINE "
                          f"[VERSION]`, or an engine for its glob in {PROJECT_FILE}")
 
@@ -463,8 +476,6 @@ def _names_a_postgres_parameter(path: str, names=None) -> bool:
     """Whether a file (or the setting ``names`` a parse gave) names any parameter a
     PostgreSQL server has (its own lists, every series): what tells a postgresql.conf
     fragment from an nginx.conf or a logrotate file."""
-    import re
-
     from pmem_advisor.knobs.catalog import server_option_names
 
     known = server_option_names("postgresql")

@@ -365,10 +365,15 @@ def _sysctl(d: Path) -> Path:  # `key = value` lines PostgreSQL's lexer reads, o
     return p
 
 
+def _systemd(d: Path) -> Path:  # a mysql.service.d drop-in: [groups], none MySQL's
+    p = d / "override.conf"
+    p.write_text("[Service]\nLimitNOFILE=65535\nTimeoutStartSec=600\n")
+    return p
+
+
 # files that are read but whose engine nothing tells: an error when named, skipped by a walk
-UNPLACED = [(_prose, "cannot tell its engine"), (_empty, "cannot tell its engine"),
-            (_nginx, "cannot tell its engine"), (_logrotate, "cannot tell its engine"),
-            (_sysctl, "cannot tell its engine")]
+UNPLACED = [(m, "cannot tell its engine")
+            for m in (_prose, _empty, _nginx, _logrotate, _sysctl, _systemd)]
 BAD_FILES = [
     *UNPLACED,
     (_fifo, "not a regular file (a FIFO)"),
