@@ -1,4 +1,11 @@
-"""What both config parsers return: settings with the file and line they came from."""
+"""What both config parsers return: settings with the file and line they came from.
+
+How a file is named, in every output (settings' ``file``, the errors, the files read): the path
+as the user gave it, joined with the walked or included part (``conf/conf.d/x.cnf`` for
+``check conf`` and ``!includedir conf.d``), as ripgrep and ruff name files; an include its
+includer names by an absolute path, as it names it. The parsers never make a path absolute;
+only formats that need another form convert (SARIF's URIs, GitHub's repository-relative
+``file=``, the baseline's keys)."""
 
 from __future__ import annotations
 

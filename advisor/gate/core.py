@@ -4,6 +4,7 @@ papers' rules and the pre-deployment checks, as one report the CLI only renders 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 
 from pmem_advisor.engines.registry import get_engine
@@ -19,7 +20,13 @@ from pmem_advisor.gate.files import (
     load_project,
     shape_engine,
 )
-from pmem_advisor.gate.report import CheckReport, FileError, GateFinding, TargetResult
+from pmem_advisor.gate.report import (
+    CheckReport,
+    FileError,
+    GateFinding,
+    SkippedFile,
+    TargetResult,
+)
 from pmem_advisor.library.recommend import (
     installed_version,
     load_profile,
@@ -95,7 +102,11 @@ def check(paths: list[str] = (), *, config: str | None = None, dsn: str | None =
     if config:
         specs.append(FileSpec(config, f"--config {config}"))
     files, errors = expand(list(paths))
-    specs += [FileSpec(f, f) for f in files]
+    excluded = [f for f, _ in files if proj is not None and proj.excludes(f)]
+    specs += [FileSpec(f, f, found=found) for f, found in files if f not in excluded]
+    if excluded:  # a file named on the command line too (pre-commit names each file)
+        report.notes.append(f"{len(excluded)} file(s) excluded by {proj.path}: "
+                            + ", ".join(excluded[:5]) + (" ..." if len(excluded) > 5 else ""))
     if dsn and len(specs) > 1:
         raise UsageError("--dsn checks one running server: give at most one config file")
     single = len(specs) + len(errors) <= 1
@@ -105,11 +116,19 @@ def check(paths: list[str] = (), *, config: str | None = None, dsn: str | None =
         raise errors[0][1]
     report.errors += [FileError(p, e) for p, e in errors]
     shared: dict = {}
-    for spec in specs or [None]:
+    for spec in specs or ([] if paths or config else [None]):  # the host alone: no path
         if spec is not None and proj is not None:
             proj.apply(spec)
         try:
             result, notes = _check_one(spec, dsn, opt, shared, many=not single)
+        except UnknownEngine as e:
+            if not e.skippable or not spec.found:  # a file named on the command line
+                if single:
+                    raise
+                report.errors.append(FileError(spec.path, e))
+                continue
+            report.skipped_files.append(SkippedFile(spec.path, e.why))  # a walk's nginx.conf
+            continue
         except AdvisorError as e:
             if single:
                 raise
@@ -125,6 +144,14 @@ def check(paths: list[str] = (), *, config: str | None = None, dsn: str | None =
             result.findings = kept
     if not single:
         _drop_included(report)
+    report.notes += [f"{s.file}: skipped: cannot tell its engine ({s.why}); say it in "
+                     f"{PROJECT_FILE} or exclude it there" for s in report.skipped_files]
+    if report.skipped_files and not report.targets and not report.errors:
+        raise InputError(f"{', '.join(paths)}: no config file whose engine can be told "
+                         f"({len(report.skipped_files)} skipped: "
+                         f"{', '.join(s.file for s in report.skipped_files[:3])}"
+                         f"{' ...' if len(report.skipped_files) > 3 else ''})",
+                         hint=f"say the engine with --db or in {PROJECT_FILE}")
     if report.emulated:  # the caveat reaches every output
         from pmem_advisor.report.describe import EMULATION_NOTE
 
@@ -144,9 +171,12 @@ def check(paths: list[str] = (), *, config: str | None = None, dsn: str | None =
 def _drop_included(report: CheckReport) -> None:
     """A file that another checked file includes (`!includedir conf.d`, `include_dir`) is
     part of that file's configuration, as the server reads it: checked alone it would be a
-    fragment judged on defaults (its own memory sum with the default connections). It is
+    fragment judged on defaults (its own memory sum with the default connections), or refused
+    as no config at all (a `[mysql]` client fragment, a comment-only placeholder). It is
     checked once, through its includer, and a note says so."""
-    real = {os.path.realpath(t.file): t for t in report.targets if t.file}
+    real = {os.path.realpath(t.file): t.file for t in report.targets if t.file}
+    real.update((os.path.realpath(e.file), e.file) for e in report.errors)
+    real.update((os.path.realpath(s.file), s.file) for s in report.skipped_files)
     by = {}
     for t in report.targets:
         for f in t.files:
@@ -157,10 +187,13 @@ def _drop_included(report: CheckReport) -> None:
         return
     report.targets = [t for t in report.targets
                       if not (t.file and os.path.realpath(t.file) in by)]
-    gone = tuple(f"{real[r].file}: " for r in by)
+    report.errors = [e for e in report.errors if os.path.realpath(e.file) not in by]
+    report.skipped_files = [s for s in report.skipped_files
+                            if os.path.realpath(s.file) not in by]
+    gone = tuple(f"{real[r]}: " for r in by)
     report.notes = [n for n in report.notes if not n.startswith(gone)]
     for r, includer in sorted(by.items()):
-        report.notes.append(f"{real[r].file}: checked as part of {includer}, which includes it")
+        report.notes.append(f"{real[r]}: checked as part of {includer}, which includes it")
 
 
 def _merge(targets: list[TargetResult]) -> list[GateFinding]:
@@ -282,8 +315,6 @@ def _locate(f, where: dict, file: str | None) -> GateFinding:
     finding at no file."""
     loc = where.get(f.subject)
     if loc is None and file is not None:
-        import re
-
         named = [n for n in where if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w.])", f.message)]
         loc = where[named[0]] if named else None
     path, line = None, None
@@ -372,7 +403,12 @@ def _use_config(t: CheckTarget, spec: FileSpec, notes: list[str], *,
     """A config file's settings (over a running server's), for the target or the installed
     server's version (said in a note)."""
     by_content = t.engine is None  # nothing but the text says the engine
-    t.engine = t.engine or sniff_config(spec.path, spec.label)[0]
+    if by_content:
+        t.engine, groups = sniff_config(spec.path, spec.label)
+        others = [g for g in groups if not _MYSQL_GROUP.search(g)]
+        if groups and len(others) == len(groups):  # [Service] of a systemd drop-in, smb.conf
+            raise _unknown_engine(spec, f"its [{others[0]}] group is no MySQL/MariaDB "
+                                  "program's, and it has no other")
     if t.version is None and get_engine(t.engine).kind == "advice":
         pass  # nothing runs here: the rules take the version as given (--version)
     elif t.version is None:
@@ -396,21 +432,62 @@ def _use_config(t: CheckTarget, spec: FileSpec, notes: list[str], *,
     except InputError as e:
         if by_content and t.engine == "postgres":  # not a postgresql.conf after all
             raise _unknown_engine(
-                spec, f"it does not parse as a postgresql.conf ({e.message})") from None
+                spec, "no [group] line of a MySQL/MariaDB option file, and it does not parse "
+                f"as a postgresql.conf ({e.message})",
+                skippable=not _names_a_postgres_parameter(spec.path)) from None
         raise
-    if by_content and t.engine == "postgres" and not cfg:
-        # no [group] and no setting: any engine's empty file; judging it as PostgreSQL's
-        # would report PostgreSQL's defaults as this file's findings
-        raise _unknown_engine(spec, "it sets nothing a postgresql.conf would")
+    if by_content and t.engine == "postgres" and not _names_a_postgres_parameter(spec.path,
+                                                                                  cfg):
+        # no [group] and no PostgreSQL parameter: any engine's empty file, a sysctl.conf, a
+        # `key = value` file of any program; judging it as PostgreSQL's would report
+        # PostgreSQL's defaults (and its own names as unknown) as this file's findings
+        raise _unknown_engine(spec, "no [group] line of a MySQL/MariaDB option file, and it "
+                              "sets nothing a postgresql.conf would")
     t.settings, t.source = {**t.settings, **cfg}, "config"
 
 
-def _unknown_engine(spec: FileSpec, why: str) -> InputError:
+class UnknownEngine(InputError):
+    """A file no source names the engine of, whose text does not tell it either: an error
+    when named on the command line, skipped with a note when a walk or a glob found it
+    (``skippable``: unless its text names a PostgreSQL parameter, as a postgresql.conf with a
+    syntax error does: that is a config the gate must not pass over)."""
+
+    def __init__(self, message: str, *, why: str, skippable: bool, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.why, self.skippable = why, skippable
+
+
+# The groups MySQL's and MariaDB's programs read (server, clients, tools, Galera's SST,
+# backup tools, mysqld_multi's [mysqldN]): a file of [groups] none of which is one of these
+# is some other program's ini file.
+_MYSQL_GROUP = re.compile(r"mysql|maria|client|server|galera|embedded|sst|xtrabackup|backup|"
+                          r"isam|aria|innochecksum|ndb|connector", re.I)
+
+
+def _unknown_engine(spec: FileSpec, why: str, *, skippable: bool = True) -> UnknownEngine:
     """A file no source names the engine of, whose text does not tell it either."""
-    return InputError(f"{spec.label}: cannot tell its engine: no [group] line of a "
-                      f"MySQL/MariaDB option file, and {why}",
-                      hint="say it with --db, a first line `# pmem-advisor: ENGINE [VERSION]`"
-                      f", or an engine for its glob in {PROJECT_FILE}")
+    return UnknownEngine(f"{spec.label}: cannot tell its engine: {why}", why=why,
+                         skippable=skippable,
+                         hint="say it with --db, a first line `# pmem-advisor: ENGINE "
+                         f"[VERSION]`, or an engine for its glob in {PROJECT_FILE}")
+
+
+def _names_a_postgres_parameter(path: str, names=None) -> bool:
+    """Whether a file (or the setting ``names`` a parse gave) names any parameter a
+    PostgreSQL server has (its own lists, every series): what tells a postgresql.conf
+    fragment from an nginx.conf or a logrotate file."""
+    from pmem_advisor.knobs.catalog import server_option_names
+
+    known = server_option_names("postgresql")
+    if names is None:
+        from pmem_advisor.knobs.configfile import read_head
+
+        try:
+            text = read_head(path, 1 << 20)
+        except (OSError, AdvisorError):
+            return False
+        names = re.findall(r"^\s*([A-Za-z_][\w.]*)\s*(?:=|\s)", text, re.M)
+    return any(n.lower() in known for n in names)
 
 
 def _newest(engine: str, flavour: str | None) -> str:

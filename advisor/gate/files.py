@@ -19,7 +19,7 @@ CONFIG_SUFFIXES = (".cnf", ".conf")
 # `ignore` comment, which is a suppression.
 HEADER = re.compile(r"^\s*[#;]\s*pmem-advisor:\s*(?!ignore\b)(\S+)(?:\s+(\S+))?\s*$")
 ENTRY_KEYS = ("glob", "engine", "version", "memory", "cpus", "skip")
-TOP_KEYS = ("files", "skip")
+TOP_KEYS = ("files", "skip", "exclude")
 HEAD_BYTES = 4096
 
 
@@ -35,6 +35,7 @@ class FileSpec:
     cpus: int | None = None
     skip: set[str] = field(default_factory=set)
     said_by: str = ""  # where the engine came from, for the notes
+    found: bool = False  # by a directory walk or a glob, not named on the command line
 
 
 @dataclass
@@ -50,6 +51,17 @@ class Project:
     root: str
     entries: list[Entry]
     skip: set[str]
+    exclude: list[Entry] = field(default_factory=list)
+
+    def excludes(self, path: str) -> bool:
+        """Whether an ``exclude`` glob matches the file or a directory above it (inside the
+        project; a file outside it is not the project's to exclude)."""
+        rel = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
+        if rel.startswith("../") or rel == "..":
+            return False
+        parts = rel.split("/")
+        return any(e.pattern.fullmatch("/".join(parts[:i]))
+                   for e in self.exclude for i in range(1, len(parts) + 1))
 
     def apply(self, spec: FileSpec) -> None:
         """Every entry whose glob matches the file, in file order: later entries override."""
@@ -115,7 +127,13 @@ def load_project(path: str) -> Project:
                              {k: v for k, v in raw.items() if k != "glob"}))
         _rule_list(path, where, raw.get("skip", []))
     skip = _rule_list(path, "skip", data.get("skip", []))
-    return Project(path, os.path.dirname(os.path.abspath(path)), entries, skip)
+    exclude = data.get("exclude", [])
+    if not isinstance(exclude, list) or not all(isinstance(x, str) for x in exclude):
+        raise InputError(f"{path}: exclude must be a list of path patterns such as "
+                         "\"nginx/**\"")
+    excluded = [Entry(g, glob_regex(g.rstrip("/") or g, f"{path}: exclude"), {})
+                for g in exclude]
+    return Project(path, os.path.dirname(os.path.abspath(path)), entries, skip, excluded)
 
 
 def _known(path: str, where: str, table: dict, keys: tuple[str, ...]) -> None:
@@ -175,11 +193,12 @@ def glob_regex(pattern: str, where: str) -> re.Pattern:
         raise InputError(f"{where}: glob {pattern!r}: {e.msg}") from None
 
 
-def expand(paths: list[str]) -> tuple[list[str], list[tuple[str, InputError]]]:
+def expand(paths: list[str]) -> tuple[list[tuple[str, bool]], list[tuple[str, InputError]]]:
     """(files, errors): each path as given, a directory's config files (recursively, in name
     order, hidden directories skipped), a glob's matches; a glob matching nothing, or a
-    directory holding no config file, is an error naming it."""
-    files: list[str] = []
+    directory holding no config file, is an error naming it. Each file comes with whether a
+    walk or a glob found it (False: named as it is)."""
+    files: list[tuple[str, bool]] = []
     errors: list[tuple[str, InputError]] = []
     for p in paths:
         if os.path.isdir(p):
@@ -187,17 +206,19 @@ def expand(paths: list[str]) -> tuple[list[str], list[tuple[str, InputError]]]:
             if not found:
                 errors.append((p, InputError(f"{p}: a directory with no config file (*.cnf, "
                                              "*.conf) in it")))
-            files += found
+            files += [(f, True) for f in found]
         elif os.path.lexists(p) or not globlib.has_magic(p):
-            files.append(p)  # a missing file is the checker's one-line error
+            files.append((p, False))  # a missing file is the checker's one-line error
         else:
             matched = sorted(m for m in globlib.glob(p, recursive=True))
             expanded = [f for m in matched for f in (_walk(m) if os.path.isdir(m) else [m])]
             if not expanded:
                 errors.append((p, InputError(f"{p}: the glob matches no file")))
-            files += expanded
+            files += [(f, True) for f in expanded]
+    named = {os.path.abspath(f) for f, found in files if not found}
     seen: set[str] = set()
-    unique = [f for f in files if not (os.path.abspath(f) in seen or seen.add(os.path.abspath(f)))]
+    unique = [(f, os.path.abspath(f) not in named) for f, _ in files
+              if not (os.path.abspath(f) in seen or seen.add(os.path.abspath(f)))]
     return unique, errors
 
 

@@ -86,6 +86,18 @@ class FileError:
 
 
 @dataclass
+class SkippedFile:
+    """A file a walk or a glob found whose engine nothing tells (an nginx.conf in conf.d):
+    not the gate's to judge, so not an error; named in a note and counted."""
+
+    file: str
+    why: str
+
+    def to_dict(self) -> dict:
+        return {"file": self.file, "reason": f"cannot tell its engine: {self.why}"}
+
+
+@dataclass
 class CheckReport:
     fail_on: str
     targets: list[TargetResult] = field(default_factory=list)
@@ -94,6 +106,7 @@ class CheckReport:
     baselined: list[GateFinding] = field(default_factory=list)
     skipped: int = 0  # findings of rules the project file skips
     errors: list[FileError] = field(default_factory=list)
+    skipped_files: list[SkippedFile] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -143,6 +156,7 @@ class CheckReport:
             "baselined": [f.to_dict() for f in self.baselined],
             "skipped": self.skipped,
             "errors": [e.to_dict() for e in self.errors],
+            "skipped_files": [s.to_dict() for s in self.skipped_files],
         }
 
     def text_lines(self) -> list[str]:
@@ -166,6 +180,9 @@ class CheckReport:
         if self.baselined or self.skipped:
             lines.append(f"{len(self.baselined)} finding(s) in the baseline, {self.skipped} of "
                          "rules the project file skips: not reported")
+        if self.skipped_files:
+            lines.append(f"{len(self.skipped_files)} file(s) skipped: found by a walk or a "
+                         "glob, and nothing tells their engine (see the notes)")
         rows = self.targets[0].diff if self.targets else None
         if rows is not None:
             lines.append(f"\ndiff against recommend ({len(rows)} setting(s) differ):")

@@ -42,7 +42,8 @@ def junit(report, *, name: str = "pmem-advisor check") -> str:
     stamp = datetime.now(UTC).replace(microsecond=0).isoformat()
     counts = {"tests": str(max(1, len(findings) + len(report.errors))),
               "failures": str(len(failing)), "errors": str(len(report.errors)),
-              "skipped": str(len(report.suppressed) + len(report.baselined)), "time": "0"}
+              "skipped": str(len(report.suppressed) + len(report.baselined)
+                             + len(report.skipped_files)), "time": "0"}
     suites = ET.Element("testsuites", {"name": name, **counts, "timestamp": stamp})
     suite = ET.SubElement(suites, "testsuite", {"name": name, **counts, "timestamp": stamp,
                                                 "hostname": socket.gethostname()})
@@ -84,6 +85,10 @@ def junit(report, *, name: str = "pmem-advisor check") -> str:
             "classname": f"pmem-advisor.{f.rule}", "time": "0",
             "name": f"[baseline] {f.rule} {f.key} ({_where(f)})"})
         ET.SubElement(case, "skipped", {"message": "in the baseline"})
+    for sk in report.skipped_files:  # a walk's nginx.conf: not judged, said
+        case = ET.SubElement(suite, "testcase", {"classname": "pmem-advisor.input",
+                                                 "name": sk.file, "file": sk.file, "time": "0"})
+        ET.SubElement(case, "skipped", {"message": sk.to_dict()["reason"]})
     for e in report.errors:
         case = ET.SubElement(suite, "testcase", {"classname": "pmem-advisor.input",
                                                  "name": e.file, "file": e.file, "time": "0"})

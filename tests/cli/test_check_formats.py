@@ -185,25 +185,134 @@ def test_a_project_file_with_an_unknown_key_names_the_file(run_cli, tmp_path, mo
     assert code == 2 and ".pmem-advisor.toml" in err and "engin" in err, err
 
 
-def test_an_included_file_is_checked_through_its_includer_not_alone(run_cli, tmp_path):
-    # my.cnf sets max_connections = 1000 and includes conf.d/, whose fragment sizes the
-    # per-connection buffers: alone, the fragment would be judged on the default 151
-    # connections and fit; through its includer the worst case (1000 x 64M) does not.
+# (engine flags, the includer's name and text, the fragment's path and text, the line of
+# the fragment's durability FAIL): each server's include directives, relative and absolute.
+# The includer raises max_connections; the fragment sizes the per-connection buffers: alone it
+# would be judged on the default connections and fit, through its includer it does not.
+MARIADB = ("--db", "mariadb", "--version", "10.11")
+MYSQL = ("--db", "mysql", "--version", "8.4")
+PG = ("--db", "postgres", "--version", "16")
+MY_FRAG = "[mysqld]\nsort_buffer_size = 64M\ninnodb_flush_log_at_trx_commit = 0\n"
+PG_FRAG = "work_mem = 256MB\nfsync = off\n"
+INCLUDES = {
+    "mariadb-includedir-absolute": (MARIADB, "my.cnf", "[mysqld]\nmax_connections = 1000\n"
+                                    "!includedir {dir}/conf.d\n", "conf.d/buffers.cnf",
+                                    MY_FRAG, 3),
+    "mysql-includedir": (MYSQL, "my.cnf", "[mysqld]\nmax_connections = 1000\n!includedir "
+                         "conf.d\n", "conf.d/buffers.cnf", MY_FRAG, 3),
+    "mysql-include": (MYSQL, "my.cnf", "[mysqld]\nmax_connections = 1000\n!include "
+                      "conf.d/buffers.cnf\n", "conf.d/buffers.cnf", MY_FRAG, 3),
+    "postgres-include_dir": (PG, "postgresql.conf", "max_connections = 1000\n"
+                             "include_dir = 'conf.d'\n", "conf.d/frag.conf", PG_FRAG, 2),
+    "postgres-include": (PG, "postgresql.conf", "max_connections = 1000\n"
+                         "include 'conf.d/frag.conf'\n", "conf.d/frag.conf", PG_FRAG, 2),
+    "postgres-include_if_exists": (PG, "postgresql.conf", "max_connections = 1000\n"
+                                   "include_if_exists = 'conf.d/frag.conf'\n",
+                                   "conf.d/frag.conf", PG_FRAG, 2),
+}
+
+
+@pytest.mark.parametrize("case", INCLUDES.values(), ids=INCLUDES.keys())
+@pytest.mark.parametrize("how", ["directory", "paths"])
+def test_an_included_file_is_checked_through_its_includer_not_alone(run_cli, tmp_path,
+                                                                    monkeypatch, case, how):
+    flags, includer, text, frag, frag_text, line = case
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "conf.d").mkdir()
-    (tmp_path / "my.cnf").write_text(f"[mysqld]\nmax_connections = 1000\n"
-                                     f"!includedir {tmp_path / 'conf.d'}\n")
-    (tmp_path / "conf.d" / "buffers.cnf").write_text("[mysqld]\nsort_buffer_size = 64M\n"
-                                                     "innodb_flush_log_at_trx_commit = 0\n")
-    code, out, err = run_cli("check", "--db", "mariadb", "--version", "10.11", "--memory", "16G",
-                             "--cpus", "4", str(tmp_path), "--format", "json")
+    (tmp_path / includer).write_text(text.format(dir=tmp_path))
+    (tmp_path / frag).write_text(frag_text)
+    args = ["."] if how == "directory" else [frag, includer]  # the fragment met first
+    shown = f"./{frag}" if how == "directory" else frag  # the path as given, joined
+    run = ("check", *flags, "--memory", "16G", "--cpus", "4", "--no-project", "--no-measure",
+           *args)
+    code, out, err = run_cli(*run, "--format", "json")
     doc = json.loads(out)
-    assert code == 1, err
+    assert code == 1 and not doc["errors"], err
     ck001 = [f for f in doc["findings"] if f["rule"] == "CK001"]
-    assert len(ck001) == 1 and ck001[0]["file"].endswith("buffers.cnf"), doc["findings"]
-    assert f"{tmp_path / 'conf.d' / 'buffers.cnf'}: checked as part of {tmp_path / 'my.cnf'}" \
-        in err
+    # the path as the user gave it, joined with the walked or included part; an include
+    # the includer names by an absolute path, as it names it
+    at = str(tmp_path / frag) if "{dir}" in text else shown
+    assert [(f["file"], f["line"]) for f in ck001] == [(at, line)], doc["findings"]
+    assert doc["files"] == [f"./{includer}" if how == "directory" else includer], doc["files"]
+    assert f"{shown}: checked as part of " in err, err
     memory = [f for f in doc["findings"] if f["rule"] == "CK004"]
     assert memory and all("1000" in f["message"] for f in memory), doc["findings"]
+    code, out, err = run_cli(*run)  # text: the fragment's own file and line
+    assert code == 1, err
+    fails = [ln for ln in out.splitlines() if "[CK001]" in ln]
+    assert len(fails) == 1 and f"({at}:{line})" in fails[0], out
+    code, out, err = run_cli(*run, "--format", "sarif")
+    assert code == 1, err
+    located = [(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                r["locations"][0]["physicalLocation"]["region"]["startLine"])
+               for r in _validated_sarif(out)["results"] if r["ruleId"] == "CK001"]
+    assert located == [(frag, line)], located
+
+
+@pytest.mark.parametrize("flags,includer,text,fragment,frag_text", [
+    # Debian's /etc/mysql/conf.d/mysql.cnf: client groups only, no setting a server reads
+    (MYSQL, "my.cnf", "[mysqld]\nmax_connections = 1000\n!includedir conf.d\n",
+     "conf.d/mysql.cnf", "[mysql]\nno-auto-rehash\n"),
+    # a placeholder an include_dir keeps: comments only, no engine to tell by
+    ((), "postgresql.conf", "max_connections = 1000\ninclude_dir 'conf.d'\n",
+     "conf.d/00-placeholder.conf", "# settings for this host go here\n"),
+], ids=["mysql-client-groups", "postgres-placeholder"])
+def test_a_fragment_that_cannot_stand_alone_is_no_error_through_its_includer(
+        run_cli, tmp_path, monkeypatch, flags, includer, text, fragment, frag_text):
+    # alone each is refused (no [mysqld] setting; no engine): read by its includer it is part
+    # of a good config, and the run must not fail on it
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "conf.d").mkdir()
+    (tmp_path / includer).write_text(text)
+    (tmp_path / fragment).write_text(frag_text)
+    code, out, err = run_cli("check", *flags, "--memory", "16G", "--no-project", "--no-measure",
+                             fragment, includer, "--format", "json")
+    doc = json.loads(out)
+    assert code != 2 and doc["errors"] == [], (doc["errors"], err)
+    assert "pmem-advisor: error:" not in err, err
+    assert f"{fragment}: checked as part of {includer}" in err, err
+    code, _, err = run_cli("check", *flags, "--memory", "16G", "--no-project", "--no-measure",
+                           fragment)
+    assert code == 2 and fragment in err, err  # named alone, it is the error it was
+
+
+@pytest.mark.parametrize("given", ["conf", "./conf", "conf/*.cnf", "{tmp}/conf"])
+def test_findings_errors_and_text_name_a_file_by_the_path_as_given(run_cli, tmp_path,
+                                                                   monkeypatch, given):
+    # one rule, like ripgrep's: the path as the user gave it joined with the walked or the
+    # included part, in JSON, JUnit, text and the errors alike (SARIF: relative to its base)
+    monkeypatch.chdir(tmp_path)
+    Path("conf/conf.d").mkdir(parents=True)
+    Path("conf/my.cnf").write_text("[mysqld]\nmax_connections = 100\n!includedir conf.d\n")
+    Path("conf/conf.d/durability.cnf").write_text("[mysqld]\ninnodb_flush_log_at_trx_commit = 0\n")
+    Path("conf/bad.cnf").write_text("[mysqld]\n[mysqld\n")
+    Path("conf/missing-include.cnf").write_text("[mysqld]\n!include nowhere.cnf\n")
+    arg = given.format(tmp=tmp_path)
+    base = arg.removesuffix("/*.cnf")
+    frag, bad, inc = (f"{base}/conf.d/durability.cnf", f"{base}/bad.cnf",
+                      f"{base}/missing-include.cnf")
+    run = ("check", *MARIADB, "--memory", "8G", "--no-project", "--no-measure", arg)
+    code, out, err = run_cli(*run, "--format", "json")
+    doc = json.loads(out)
+    assert code == 2, err
+    assert [(f["file"], f["line"]) for f in doc["findings"] if f["rule"] == "CK001"] == [
+        (frag, 2)], doc["findings"]
+    assert doc["files"] == [f"{base}/my.cnf"], doc["files"]
+    assert {e["file"]: e["error"].split(": ")[0] for e in doc["errors"]} == {
+        bad: f"{bad}:2", inc: f"{inc}:2"}, doc["errors"]
+    errors = sorted(ln for ln in err.splitlines() if ln.startswith("pmem-advisor: error:"))
+    assert [ln.split()[2] for ln in errors] == [f"{bad}:2:", f"{inc}:2:"], err
+    code, out, _ = run_cli(*run)
+    assert f"({frag}:2)" in out, out
+    code, out, _ = run_cli(*run, "--format", "junit")
+    import xml.etree.ElementTree as ET
+
+    named = {c.get("file") for c in ET.fromstring(out).iter("testcase")}
+    assert {frag, bad, inc} <= named, named
+    code, out, _ = run_cli(*run, "--format", "sarif")
+    uris = {loc["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(out)["runs"][0]["results"] for loc in r.get("locations", [])}
+    assert "conf/conf.d/durability.cnf" in uris, uris
 
 
 # ---------------------------------------------------------------- bad input among many files
@@ -237,19 +346,49 @@ def _binary(d: Path) -> Path:
     return p
 
 
+def _nginx(d: Path) -> Path:  # a web server's config beside the database's
+    p = d / "nginx.conf"
+    p.write_text("user www-data;\nworker_processes auto;\ninclude /etc/nginx/modules/*.conf;\n"
+                 "events {\n    worker_connections 768;\n}\n")
+    return p
+
+
+def _logrotate(d: Path) -> Path:
+    p = d / "logrotate.conf"
+    p.write_text("weekly\nrotate 4\ncreate\ninclude /etc/logrotate.d\n")
+    return p
+
+
+def _sysctl(d: Path) -> Path:  # `key = value` lines PostgreSQL's lexer reads, of no parameter
+    p = d / "99-sysctl.conf"
+    p.write_text("vm.swappiness = 1\nvm.overcommit_memory = 2\n")
+    return p
+
+
+def _systemd(d: Path) -> Path:  # a mysql.service.d drop-in: [groups], none MySQL's
+    p = d / "override.conf"
+    p.write_text("[Service]\nLimitNOFILE=65535\nTimeoutStartSec=600\n")
+    return p
+
+
+# files that are read but whose engine nothing tells: an error when named, skipped by a walk
+UNPLACED = [(m, "cannot tell its engine")
+            for m in (_prose, _empty, _nginx, _logrotate, _sysctl, _systemd)]
 BAD_FILES = [
-    (_prose, "cannot tell its engine"),
-    (_empty, "cannot tell its engine"),
+    *UNPLACED,
     (_fifo, "not a regular file (a FIFO)"),
     (_dangling, "a symbolic link to a file that does not exist"),
     (_binary, "binary data"),
 ]
 # the engine and version by the file's first line: the bad file's engine is left unsaid
 GOOD = "# pmem-advisor: mariadb 10.11\n" + MEMORY_CNF
+_ids = lambda x: getattr(x, "__name__", "")  # noqa: E731
 
 
-@pytest.mark.parametrize("make,needle", BAD_FILES, ids=lambda x: getattr(x, "__name__", ""))
-@pytest.mark.parametrize("how", ["paths", "directory"])
+@pytest.mark.parametrize("how,make,needle", [
+    *(("paths", m, n) for m, n in BAD_FILES),
+    *(("directory", m, n) for m, n in BAD_FILES if (m, n) not in UNPLACED),
+], ids=lambda x: getattr(x, "__name__", x if isinstance(x, str) and len(x) < 12 else ""))
 def test_a_bad_file_among_many_is_one_line_exit_2_and_the_others_are_checked(
         run_cli, tmp_path, make, needle, how):
     good = tmp_path / "good.cnf"
@@ -269,13 +408,105 @@ def test_a_bad_file_among_many_is_one_line_exit_2_and_the_others_are_checked(
                for f in doc["findings"]), doc["findings"]
 
 
-@pytest.mark.parametrize("make,needle", BAD_FILES, ids=lambda x: getattr(x, "__name__", ""))
+@pytest.mark.parametrize("make,needle", BAD_FILES, ids=_ids)
 def test_a_bad_file_alone_is_one_line_exit_2(run_cli, tmp_path, make, needle):
     bad = make(tmp_path)
     code, out, err = run_cli("check", "--memory", "8G", "--no-project", "--no-measure",
                              str(bad))
     assert code == 2 and out == "", (out, err)
     assert err.count("\n") == 1 and str(bad.name) in err and needle in err, err
+
+
+@pytest.mark.parametrize("how", ["directory", "glob"])
+def test_a_walk_or_a_glob_skips_a_file_whose_engine_cannot_be_told(run_cli, tmp_path,
+                                                                  monkeypatch, how):
+    # a conf.d of a real host holds other programs' *.conf: a walk notes and counts them,
+    # and checks the database's files; it does not fail the run (exit 2) on them
+    monkeypatch.chdir(tmp_path)
+    Path("etc").mkdir()
+    Path("etc/good.cnf").write_text(GOOD)
+    skipped = sorted(str(m(Path("etc"))) for m, _ in UNPLACED)
+    args = ["etc"] if how == "directory" else ["etc/*"]
+    code, out, err = run_cli("check", "--memory", "8G", "--no-project", "--no-measure", *args,
+                             "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["errors"] == [], (doc["errors"], err)
+    assert sorted(s["file"] for s in doc["skipped_files"]) == skipped, doc["skipped_files"]
+    assert all("cannot tell its engine" in s["reason"] for s in doc["skipped_files"])
+    for f in skipped:  # one line each on stderr, naming the file
+        assert len([ln for ln in err.splitlines()
+                    if ln.startswith(f"note: {f}: skipped: cannot tell its engine")]) == 1, err
+    assert "pmem-advisor: error:" not in err, err
+    assert any(f["rule"] == "CK004" and f["file"] == "etc/good.cnf" for f in doc["findings"])
+    code, out, _ = run_cli("check", "--memory", "8G", "--no-project", "--no-measure", *args)
+    assert code == 1 and f"{len(skipped)} file(s) skipped" in out, out
+    code, out, _ = run_cli("check", "--memory", "8G", "--no-project", "--no-measure", *args,
+                           "--format", "junit")
+    import xml.etree.ElementTree as ET
+
+    cases = {c.get("name"): c for c in ET.fromstring(out).iter("testcase")}
+    assert all(cases[f].find("skipped") is not None for f in skipped), out
+
+
+def test_a_walk_does_not_skip_a_postgresql_fragment_with_a_syntax_error(run_cli, tmp_path):
+    # it names PostgreSQL's parameters: a broken config, not another program's file
+    (tmp_path / "good.cnf").write_text(GOOD)
+    (tmp_path / "tuning.conf").write_text("shared_buffers = = 1GB\nwork_mem = 4MB\n")
+    code, out, err = run_cli("check", "--memory", "8G", "--no-project", "--no-measure",
+                             str(tmp_path), "--format", "json")
+    doc = json.loads(out)
+    assert code == 2 and [Path(e["file"]).name for e in doc["errors"]] == ["tuning.conf"], err
+    assert doc["skipped_files"] == []
+
+
+def test_a_walk_of_nothing_but_other_programs_files_is_exit_2(run_cli, tmp_path):
+    _nginx(tmp_path)
+    _logrotate(tmp_path)
+    code, out, err = run_cli("check", "--memory", "8G", "--no-project", "--no-measure",
+                             str(tmp_path))
+    assert code == 2 and out == "", (out, err)
+    errors = [ln for ln in err.splitlines() if ln.startswith("pmem-advisor: error:")]
+    assert len(errors) == 1 and "no config file whose engine can be told" in errors[0], err
+    assert "2 skipped" in errors[0] and "Traceback" not in err
+
+
+def test_the_project_files_exclude_leaves_files_out_of_walks_and_named_paths(
+        run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("etc/nginx").mkdir(parents=True)
+    Path("etc/good.cnf").write_text(GOOD)
+    _nginx(Path("etc/nginx"))
+    _sysctl(Path("etc"))
+    Path(".pmem-advisor.toml").write_text('exclude = ["etc/nginx", "**/99-*.conf"]\n')
+    code, out, err = run_cli("check", "--memory", "8G", "--no-measure", "etc", "--format",
+                             "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["errors"] == [] and doc["skipped_files"] == [], (doc, err)
+    assert doc["files"] == ["etc/good.cnf"], doc["files"]
+    assert "2 file(s) excluded by" in err, err
+    # pre-commit names each file: an excluded one named is left out too, and nothing else is
+    # checked in its place (not the host alone)
+    code, out, err = run_cli("check", "--memory", "8G", "--no-measure", "etc/99-sysctl.conf",
+                             "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["findings"] == [] and doc["files"] == [], (doc, err)
+    assert "1 file(s) excluded by" in err, err
+
+
+@pytest.mark.parametrize("value,needle", [
+    ('["[a"]', "'[' without its ']'"),
+    ('["/etc/*.conf"]', "relative to the project file"),
+    ('"nginx/**"', "exclude must be a list"),
+    ("[1]", "exclude must be a list"),
+])
+def test_a_bad_exclude_is_one_line_exit_2_naming_the_project_file(run_cli, tmp_path,
+                                                                   monkeypatch, value, needle):
+    monkeypatch.chdir(tmp_path)
+    Path("a.cnf").write_text(GOOD)
+    Path(".pmem-advisor.toml").write_text(f"exclude = {value}\n")
+    code, out, err = run_cli("check", "--memory", "8G", "--no-measure", ".")
+    assert code == 2 and out == "", (out, err)
+    assert err.count("\n") == 1 and ".pmem-advisor.toml" in err and needle in err, err
 
 
 def test_a_file_the_user_cannot_read_is_one_line_exit_2_and_the_others_are_checked(
@@ -296,8 +527,7 @@ def test_a_file_the_user_cannot_read_is_one_line_exit_2_and_the_others_are_check
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("pmem-advisor: error:")]
     assert len(errors) == 1 and "secret.cnf" in errors[0] and "Permission denied" in errors[0]
     assert "Traceback" not in r.stderr
-    assert any(f["rule"] == "CK004" and Path(f["file"]).name == "good.cnf"
-               for f in doc["findings"]), (
+    assert any(f["rule"] == "CK004" and f["file"] == "good.cnf" for f in doc["findings"]), (
         [(f["rule"], f["file"]) for f in doc["findings"]], r.stderr)
 
 

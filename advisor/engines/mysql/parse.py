@@ -58,8 +58,10 @@ def known_option_names() -> set[str]:
 
 def parse_mycnf(path: str, *, flavour: str | None = None, version: str | None = None,
                 known: set[str] | None = None) -> ConfigFile:
-    """Parse ``path`` and its includes for a server of ``flavour``/``version``."""
-    path = os.path.abspath(path)
+    """Parse ``path`` and its includes for a server of ``flavour``/``version``. Paths stay
+    as given, never made absolute: an include is named as its includer's path joined with
+    the include's relative path (knobs/configfile.py), so findings and errors name files the
+    way the user named them."""
     refuse_if_not_regular(path)
     result = ConfigFile(format="mycnf", path=path)
     state = _State(flavour, version, known if known is not None else known_option_names())

@@ -67,8 +67,8 @@ def quote(text: str) -> str:
 
 
 def parse_postgresql_conf(path: str, *, auto_conf: bool = True) -> ConfigFile:
-    """Parse ``path`` and its includes; InputError names file:line on any problem."""
-    path = os.path.abspath(path)
+    """Parse ``path`` and its includes; InputError names file:line on any problem. Paths
+    stay as given, never made absolute (see knobs/configfile.py)."""
     refuse_if_not_regular(path)
     result = ConfigFile(format="postgresql", path=path)
     _read(path, result, depth=0, origin=None)
