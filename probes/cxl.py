@@ -128,16 +128,21 @@ def _read_sysfs(ctx: ProbeContext, memdevs: dict, regions: dict) -> None:
                 m[key] = None
 
 
+def _uport(ctx: ProbeContext, port: str) -> str:
+    """The device a CXL port stands for (its ``uport`` link's last part: an endpoint's is the
+    memdev, a host bridge port's the ACPI0016 device)."""
+    return ctx.access.realpath(f"{CXL_DEVICES}/{port}/uport").rsplit("/", 1)[-1]
+
+
 def _endpoint_bridge(ctx: ProbeContext, endpoint: str) -> tuple[str | None, str | None]:
     """(memdev, host bridge) of a CXL endpoint port: its uport is the memdev; the port under
     rootN on its path is the host bridge's, whose uport is the ACPI0016 device (cxl list
     calls it that port's host)."""
     try:
         path = ctx.access.realpath(f"{CXL_DEVICES}/{endpoint}")
-        memdev = ctx.access.realpath(f"{path}/uport").rsplit("/", 1)[-1]
+        memdev = _uport(ctx, endpoint)
         m = re.search(r"/root\d+/(port\d+)/", path)
-        bridge = (ctx.access.realpath(f"{CXL_DEVICES}/{m.group(1)}/uport").rsplit("/", 1)[-1]
-                  if m else None)
+        bridge = _uport(ctx, m.group(1)) if m else None
     except OSError:
         return None, None
     return memdev, bridge if bridge and bridge != "uport" else None
@@ -153,7 +158,7 @@ def _sysfs_targets(ctx: ProbeContext, path: str, ways: int | None) -> list[dict]
             continue
         try:
             endpoint = ctx.access.realpath(f"{CXL_DEVICES}/{decoder}").rsplit("/", 2)[-2]
-            memdev = ctx.access.realpath(f"{CXL_DEVICES}/{endpoint}/uport").rsplit("/", 1)[-1]
+            memdev = _uport(ctx, endpoint)
         except OSError:  # a link loop: the decoder is named, its memdev not
             memdev = ""
         targets.append({"position": pos, "decoder": decoder,
