@@ -9,6 +9,7 @@ spanning nodes, interleave allocations (PM005).
 """
 
 from pmem_advisor.probes.reading import format_cpulist
+from pmem_advisor.probes.summary import human_bytes
 from pmem_advisor.rules.model import PRIORITY_SPEED, Note, Rule
 
 
@@ -30,8 +31,9 @@ class CxlMemory(Rule):
     def effects(self, f):
         cxl = f.profile.get("cxl") or {}
         devs = cxl.get("memdevs") or []
-        ram = sum(int(d.get("ram_bytes") or 0) for d in devs) >> 30
-        pm = sum(int(d.get("pmem_bytes") or 0) for d in devs) >> 30
+        # in bytes, printed with a unit: `>> 30` said "0 GiB persistent" of a 256 MiB device
+        ram = human_bytes(sum(int(d.get("ram_bytes") or 0) for d in devs))
+        pm = human_bytes(sum(int(d.get("pmem_bytes") or 0) for d in devs))
         nodes = ", ".join(str(n.get("node")) for n in self._nodes(f)) or "none onlined"
         # `all` would include the CPU-less CXL node(s) (slower memory, 1/n of every page):
         # only the nodes with CPUs unless the user asked for them (as PM005 does)
@@ -41,8 +43,8 @@ class CxlMemory(Rule):
                  if f.interleave_cpuless else
                  "the nodes with CPUs; --interleave-cpuless adds the CXL node(s)")
         return [Note("info", "cxl",
-                     f"CXL memory: {len(devs)} memdev(s), {ram} GiB volatile, {pm} GiB "
-                     f"persistent; CPU-less node(s): {nodes}",
+                     f"CXL memory: {len(devs)} memdev(s), {ram} volatile, {pm} persistent; "
+                     f"CPU-less node(s): {nodes}",
                      "measure it with `pmem-advisor probe --bandwidth`; a server spanning "
                      f"nodes should interleave (numactl --interleave={spread}: {which})")]
 

@@ -410,6 +410,14 @@ def test_data_on_the_cxl_dax_mount(run_cli):
     assert by_rule(f, "PM002")[0]["message"].startswith("data and WAL on PMEM")
     dev = k.device.removeprefix("/dev/")
     assert f"data {data}: medium: cxl (CXL memory, {dev})" in report["notes"]
+    # PM009 counts the memdevs and their capacity as `cxl list` gives them, with a unit: a
+    # 256 MiB device once read "0 GiB persistent"
+    memdevs = kc.cxl_items(_read(k.name, "cxl-list.json"))["memdevs"]
+    pmem = sum(int(m.get("pmem_size") or 0) for m in memdevs.values())
+    assert pmem == 256 << 20
+    pm009 = by_rule(f, "PM009")
+    assert pm009 and pm009[0]["message"].startswith(
+        f"CXL memory: {len(memdevs)} memdev(s), 0 B volatile, 256.0 MiB persistent"), pm009
     rec = recommend(run_cli, snapshot(k.name), "postgres", "--data-dir", data)
     assert rec["target"]["data_medium"] == "cxl"
     rules = {s["name"]: s["rule"] for s in rec["settings"]}
