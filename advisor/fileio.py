@@ -44,8 +44,16 @@ from pathlib import Path
 
 from pmem_advisor.errors import EnvironmentProblem, UsageError, as_error
 
+
 # The root of what the tool keeps between runs (binary cache, work and state directories).
-CACHE_ROOT = Path(os.environ.get("PMEM_ADVISOR_CACHE", "/var/tmp/pmem-advisor"))
+# One per user (/var/tmp/pmem-advisor-0 for root): a shared name would be held by whoever
+# made it first, and root correctly refuses a tree another user owns, so one ordinary user's
+# run would lock root out until someone removed it. A squatter on our own name is refused.
+def default_cache_root(uid: int) -> Path:
+    return Path(f"/var/tmp/pmem-advisor-{uid}")
+
+
+CACHE_ROOT = Path(os.environ.get("PMEM_ADVISOR_CACHE", default_cache_root(os.geteuid())))
 
 _MAX_BACKUPS = 1000
 MAX_LINK_HOPS = 40  # the kernel's own limit (MAXSYMLINKS)
@@ -527,7 +535,7 @@ def unlink_at(dfd: int, name: str) -> None:
 
 # -- the tool's own state -------------------------------------------------------------------------
 def trusted_state_dir(name: str = "state") -> Path:
-    """``<cache>/<name>`` (default /var/tmp/pmem-advisor/state), created 700 and owned by us,
+    """``<cache>/<name>`` (default /var/tmp/pmem-advisor-<uid>/state), created 700 and owned by us,
     or refused (UntrustedPath, exit 3) when another user could write it or a parent: for
     files the tool reads back (caches), written with ``write_file_safely(backup=False)``."""
     return trusted_dir(CACHE_ROOT / name, f"{name} directory", mode=0o700)

@@ -35,8 +35,8 @@ from pmem_advisor.cli.formats import (  # re-exported: output is the one output 
     chosen_format,
     format_option,
 )
-from pmem_advisor.cli.safetext import SafeConsole, safe_text, styled
-from pmem_advisor.cli.streams import stdout_closed, unwrap_pacified_streams
+from pmem_advisor.cli.safetext import SafeConsole, plain_text, safe_text, styled
+from pmem_advisor.cli.streams import stdout_closed, stdout_is_terminal, unwrap_pacified_streams
 from pmem_advisor.report.describe import EMULATION_NOTE
 from pmem_advisor.schemas import stamp
 
@@ -77,24 +77,7 @@ def warn(message: str) -> None:
     console.print(Text.assemble(styled("warning:", "yellow"), " ", styled(message, "")))
 
 
-def plain_text(cell: Any) -> str:
-    """A table cell as plain, safe text (a ``styled`` cell loses its colour; a string is shown
-    as it is: no markup is parsed from it)."""
-    if cell is None:
-        return ""
-    if isinstance(cell, Text):
-        return safe_text(cell.plain)
-    return safe_text(cell)
-
-
 # -- stdout: tables ------------------------------------------------------------------------
-def stdout_is_terminal() -> bool:
-    try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 def print_table(
     columns: Sequence[str],
     rows: Iterable[Sequence[Any]],

@@ -53,3 +53,13 @@ def _safe_text_object(o: Any) -> Any:
 def styled(text: object, style: str) -> Text:
     """Coloured text that is still only text (no markup is parsed from ``text``)."""
     return Text(_UNSAFE.sub("?", str(text)), style=style)
+
+
+def plain_text(cell: Any) -> str:
+    """A table cell as plain, safe text (a ``styled`` cell loses its colour; a string is shown
+    as it is: no markup is parsed from it)."""
+    if cell is None:
+        return ""
+    if isinstance(cell, Text):
+        return safe_text(cell.plain)
+    return safe_text(cell)

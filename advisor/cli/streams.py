@@ -30,3 +30,10 @@ def unwrap_pacified_streams() -> bool:
             setattr(sys, name, stream.wrapped)
             pacified = True
     return pacified
+
+
+def stdout_is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -81,8 +81,25 @@ def test_a_loosely_owned_cache_is_refused_with_the_path_and_the_fix(state, how):
     assert ("rm -rf" in msg) if how != "group-writable" else ("chmod go-w" in msg)
 
 
+def test_each_user_has_a_cache_of_its_own_so_none_locks_out_root():
+    """An ordinary user's run used to make the shared /var/tmp/pmem-advisor first; root then
+    refused it (rightly: another user owns it) and every managed server failed until someone
+    removed it. The default names the user; the variable still overrides it."""
+    from pmem_advisor import fileio
+
+    assert fileio.default_cache_root(NOBODY) != fileio.default_cache_root(0)
+    env = {k: v for k, v in os.environ.items() if k != "PMEM_ADVISOR_CACHE"}
+    show = "from pmem_advisor import fileio; print(fileio.CACHE_ROOT)"
+    out = subprocess.run([sys.executable, "-c", show], env=env, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out == str(fileio.default_cache_root(os.geteuid())) == "/var/tmp/pmem-advisor-0"
+    env["PMEM_ADVISOR_CACHE"] = "/srv/elsewhere"
+    assert subprocess.run([sys.executable, "-c", show], env=env, capture_output=True,
+                          text=True, check=True).stdout.strip() == "/srv/elsewhere"
+
+
 def test_a_binary_planted_in_a_foreign_cache_is_never_run(state, monkeypatch):
-    """Item 1: /var/tmp/pmem-advisor created first by another user, with a bin/postgres."""
+    """Item 1: the cache root created first by another user, with a bin/postgres."""
     from pmem_advisor import fileio
     from pmem_advisor.instances import privileges
 
