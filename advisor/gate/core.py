@@ -127,7 +127,7 @@ def check(paths: list[str] = (), *, config: str | None = None, dsn: str | None =
                     raise
                 report.errors.append(FileError(spec.path, e))
                 continue
-            report.skipped_files.append(SkippedFile(spec.path, e.why))  # a walk's nginx.conf
+            report.skipped_files.append(SkippedFile(spec.path, e.reason))  # a walk's nginx.conf
             continue
         except AdvisorError as e:
             if single:
@@ -144,14 +144,16 @@ def check(paths: list[str] = (), *, config: str | None = None, dsn: str | None =
             result.findings = kept
     if not single:
         _drop_included(report)
-    report.notes += [f"{s.file}: skipped: cannot tell its engine ({s.why}); say it in "
-                     f"{PROJECT_FILE} or exclude it there" for s in report.skipped_files]
+    report.notes += [f"{s.file}: skipped: {s.why}; say it in {PROJECT_FILE} or exclude it "
+                     "there" for s in report.skipped_files]
     if report.skipped_files and not report.targets and not report.errors:
-        raise InputError(f"{', '.join(paths)}: no config file whose engine can be told "
-                         f"({len(report.skipped_files)} skipped: "
+        raise InputError(f"{', '.join(paths)}: no config file "
+                         + (f"of --db {db} " if db else "whose engine can be told ")
+                         + f"({len(report.skipped_files)} skipped: "
                          f"{', '.join(s.file for s in report.skipped_files[:3])}"
                          f"{' ...' if len(report.skipped_files) > 3 else ''})",
-                         hint=f"say the engine with --db or in {PROJECT_FILE}")
+                         hint=f"name the file, or its engine in {PROJECT_FILE}" if db else
+                         f"say the engine with --db or in {PROJECT_FILE}")
     if report.emulated:  # the caveat reaches every output
         from pmem_advisor.report.describe import EMULATION_NOTE
 
@@ -245,7 +247,8 @@ def _check_one(spec: FileSpec | None, dsn: str | None, opt: Options, shared: dic
         _use_server(t, dsn, opt.db, elsewhere_ok=opt.profile is not None or opt.root is not None,
                     notes=notes)
     if spec is not None:  # --db mysql names MySQL (not the family) when no server decides it
-        _use_config(t, spec, notes, mysql_named=not dsn and (db or "").lower() == "mysql")
+        _use_config(t, spec, notes, mysql_named=not dsn and (db or "").lower() == "mysql",
+                    blanket=db if spec.found and said == "--db" else None)
     memory_bytes = parse_memory(memory) if memory else None
     classes = [m for m in opt.medium or [] if "=" not in m]  # the target's data medium
     if len(classes) > 1:
@@ -399,9 +402,14 @@ def _server_binding(pid: int | None) -> tuple:
 
 
 def _use_config(t: CheckTarget, spec: FileSpec, notes: list[str], *,
-                mysql_named: bool = False) -> None:
+                mysql_named: bool = False, blanket: str | None = None) -> None:
     """A config file's settings (over a running server's), for the target or the installed
-    server's version (said in a note)."""
+    server's version (said in a note). ``blanket`` (the --db given): a walk or a glob found
+    the file and only the command line's --db names its engine, which says what the
+    database's files are, not that every file beside them is one (Debian's
+    /etc/postgresql/15/main holds pg_hba.conf, pg_ctl.conf and start.conf): its text must
+    show it is that engine's config, else it is skipped as a file no source tells the engine
+    of."""
     by_content = t.engine is None  # nothing but the text says the engine
     if by_content:
         t.engine, groups = sniff_config(spec.path, spec.label)
@@ -429,13 +437,18 @@ def _use_config(t: CheckTarget, spec: FileSpec, notes: list[str], *,
     try:
         cfg, t.where, t.loose, t.files = read_config(spec.path, t.engine, t.flavour,
                                                      t.version, spec.label)
-    except InputError as e:
-        if by_content and t.engine == "postgres":  # not a postgresql.conf after all
+    except UsageError as e:  # InputError too
+        if by_content and t.engine == "postgres" and isinstance(e, InputError):  # not one
             raise _unknown_engine(
                 spec, "no [group] line of a MySQL/MariaDB option file, and it does not parse "
                 f"as a postgresql.conf ({e.message})",
                 skippable=not _names_a_postgres_parameter(spec.path)) from None
+        if blanket and not _reads_as(spec.path, t.engine):
+            raise _not_the_engines(spec, t.engine, blanket,
+                                   f"it does not read as one: {e.message}") from None
         raise
+    if blanket and t.engine == "postgres" and not _names_a_postgres_parameter(spec.path, cfg):
+        raise _not_the_engines(spec, t.engine, blanket, "it sets nothing a postgresql.conf would")
     if by_content and t.engine == "postgres" and not _names_a_postgres_parameter(spec.path,
                                                                                   cfg):
         # no [group] and no PostgreSQL parameter: any engine's empty file, a sysctl.conf, a
@@ -452,9 +465,11 @@ class UnknownEngine(InputError):
     (``skippable``: unless its text names a PostgreSQL parameter, as a postgresql.conf with a
     syntax error does: that is a config the gate must not pass over)."""
 
-    def __init__(self, message: str, *, why: str, skippable: bool, hint: str | None = None):
+    def __init__(self, message: str, *, why: str, skippable: bool, hint: str | None = None,
+                 reason: str | None = None):
         super().__init__(message, hint=hint)
         self.why, self.skippable = why, skippable
+        self.reason = reason or f"cannot tell its engine ({why})"  # a skipped file's note
 
 
 # The groups MySQL's and MariaDB's programs read (server, clients, tools, Galera's SST,
@@ -470,6 +485,25 @@ def _unknown_engine(spec: FileSpec, why: str, *, skippable: bool = True) -> Unkn
                          skippable=skippable,
                          hint="say it with --db, a first line `# pmem-advisor: ENGINE "
                          f"[VERSION]`, or an engine for its glob in {PROJECT_FILE}")
+
+
+def _not_the_engines(spec: FileSpec, engine: str, db: str, why: str) -> UnknownEngine:
+    """A walk's file under a blanket ``--db db`` whose text is not that engine's config."""
+    what = {"postgres": "postgresql.conf", "mysql": "MySQL/MariaDB option file"}[engine]
+    reason = f"--db {db}, but not a {what} ({why})"
+    return UnknownEngine(f"{spec.label}: {reason}", why=why, skippable=True, reason=reason)
+
+
+def _reads_as(path: str, engine: str) -> bool:
+    """Whether a file that did not read as ``engine``'s config still shows it is one (and is
+    then a broken config, an error even in a walk): a PostgreSQL parameter's name, or a
+    MySQL/MariaDB program's [group]. The other engines' files are not walked for: theirs
+    stay errors."""
+    if engine == "postgres":
+        return _names_a_postgres_parameter(path)
+    if engine == "mysql":
+        return any(_MYSQL_GROUP.search(g) for g in sniff_config(path)[1])
+    return True
 
 
 def _names_a_postgres_parameter(path: str, names=None) -> bool:

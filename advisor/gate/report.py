@@ -94,7 +94,7 @@ class SkippedFile:
     why: str
 
     def to_dict(self) -> dict:
-        return {"file": self.file, "reason": f"cannot tell its engine: {self.why}"}
+        return {"file": self.file, "reason": self.why}
 
 
 @dataclass
@@ -182,7 +182,7 @@ class CheckReport:
                          "rules the project file skips: not reported")
         if self.skipped_files:
             lines.append(f"{len(self.skipped_files)} file(s) skipped: found by a walk or a "
-                         "glob, and nothing tells their engine (see the notes)")
+                         "glob, and not a config of an engine the gate can tell (see the notes)")
         rows = self.targets[0].diff if self.targets else None
         if rows is not None:
             lines.append(f"\ndiff against recommend ({len(rows)} setting(s) differ):")

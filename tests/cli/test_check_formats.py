@@ -607,3 +607,61 @@ def test_sarif_of_the_host_alone_validates_and_warns_that_code_scanning_refuses_
     warned = [n["message"]["text"] for n in run["invocations"][0]["toolExecutionNotifications"]
               if n["level"] == "warning"]
     assert any(f"{len(run['results'])} result(s)" in w and "refuses" in w for w in warned), warned
+
+
+def _debian_pg_dir(d: Path) -> Path:
+    """What Debian's /etc/postgresql/15/main holds beside postgresql.conf (its own lines)."""
+    d.mkdir()
+    (d / "postgresql.conf").write_text("shared_buffers = 128MB\nmax_connections = 100\n")
+    (d / "pg_hba.conf").write_text("local   all   postgres   peer\n"
+                                   "host    all   all   127.0.0.1/32   scram-sha-256\n")
+    (d / "pg_ident.conf").write_text("# MAPNAME  SYSTEM-USERNAME  PG-USERNAME\n")
+    (d / "pg_ctl.conf").write_text("# Automatic pg_ctl configuration\npg_ctl_options = ''\n")
+    (d / "start.conf").write_text("# auto, manual or disabled\nauto\n")
+    return d
+
+
+@pytest.mark.parametrize("db", ["postgres", "pg"])
+def test_db_with_a_walk_skips_the_files_beside_the_databases(run_cli, tmp_path, db):
+    # --db names the database's files, not every file beside them: a walk of Debian's cluster
+    # directory used to fail pg_ctl.conf's pg_ctl_options as an unknown parameter (CK002) and
+    # end exit 2 on pg_hba.conf's and start.conf's syntax
+    main = _debian_pg_dir(tmp_path / "main")
+    args = ("check", "--db", db, "--version", "18", "--memory", "8G", "--no-project",
+            "--no-measure", str(main), "--format", "json")
+    code, out, err = run_cli(*args)
+    doc = json.loads(out)
+    assert code != 2 and doc["errors"] == [], err
+    skipped = {Path(s["file"]).name: s["reason"] for s in doc["skipped_files"]}
+    assert sorted(skipped) == ["pg_ctl.conf", "pg_hba.conf", "pg_ident.conf", "start.conf"]
+    assert all(r.startswith(f"--db {db}, but not a postgresql.conf") for r in skipped.values())
+    assert {Path(f["file"]).name for f in doc["findings"] if f.get("file")} <= {
+        "postgresql.conf"}, doc["findings"]
+    assert "pg_ctl_options" not in out
+    # a broken postgresql.conf fragment still fails the walk; a file named is judged as --db says
+    (main / "tuning.conf").write_text("shared_buffers = = 1GB\n")
+    code, out, err = run_cli(*args)
+    assert code == 2 and [Path(e["file"]).name for e in json.loads(out)["errors"]] == [
+        "tuning.conf"], err
+    code, _, err = run_cli("check", "--db", db, "--version", "18", "--no-project",
+                           "--no-measure", str(main / "pg_hba.conf"))
+    assert code == 2 and "pg_hba.conf:1: syntax error" in err and err.count("\n") == 1, err
+    # a walk of nothing but such files says so, and its hint does not ask for --db again
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "pg_hba.conf").write_text((main / "pg_hba.conf").read_text())
+    code, out, err = run_cli("check", "--db", db, "--no-project", "--no-measure", str(only))
+    assert code == 2 and out == "" and f"no config file of --db {db}" in err, err
+    assert "say the engine with --db" not in err
+
+
+def test_db_mariadb_with_a_walk_skips_other_programs_files(run_cli, tmp_path):
+    (tmp_path / "good.cnf").write_text(MEMORY_CNF)
+    skipped = sorted(m(tmp_path).name for m in (_nginx, _systemd))
+    code, out, err = run_cli("check", "--db", "mariadb", "--version", "10.11", "--memory", "8G",
+                             "--no-project", "--no-measure", str(tmp_path), "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["errors"] == [], err
+    assert sorted(Path(s["file"]).name for s in doc["skipped_files"]) == skipped
+    assert any(f["rule"] == "CK004" and Path(f["file"]).name == "good.cnf"
+               for f in doc["findings"]), doc["findings"]
