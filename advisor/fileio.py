@@ -45,14 +45,15 @@ from pathlib import Path
 from pmem_advisor.errors import EnvironmentProblem, UsageError, as_error
 
 
-# The root of what the tool keeps between runs (binary cache, work and state directories).
-# One per user (/var/tmp/pmem-advisor-0 for root): a shared name would be held by whoever
-# made it first, and root correctly refuses a tree another user owns, so one ordinary user's
-# run would lock root out until someone removed it. A squatter on our own name is refused.
 def default_cache_root(uid: int) -> Path:
+    """One per user (/var/tmp/pmem-advisor-0 for root): a shared name would be held by
+    whoever made it first, and root rightly refuses a tree another user owns, so one ordinary
+    user's run would lock root out until someone removed it. A squatter on our own name is
+    refused all the same (require_trusted)."""
     return Path(f"/var/tmp/pmem-advisor-{uid}")
 
 
+# The root of what the tool keeps between runs (binary cache, work and state directories).
 CACHE_ROOT = Path(os.environ.get("PMEM_ADVISOR_CACHE", default_cache_root(os.geteuid())))
 
 _MAX_BACKUPS = 1000

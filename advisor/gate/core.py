@@ -248,7 +248,8 @@ def _check_one(spec: FileSpec | None, dsn: str | None, opt: Options, shared: dic
                     notes=notes)
     if spec is not None:  # --db mysql names MySQL (not the family) when no server decides it
         _use_config(t, spec, notes, mysql_named=not dsn and (db or "").lower() == "mysql",
-                    blanket=db if spec.found and said == "--db" else None)
+                    blanket=db if spec.found and said == "--db"
+                    and not shape_engine(spec.path) else None)  # a postgresql.conf is one
     memory_bytes = parse_memory(memory) if memory else None
     classes = [m for m in opt.medium or [] if "=" not in m]  # the target's data medium
     if len(classes) > 1:
@@ -405,7 +406,8 @@ def _use_config(t: CheckTarget, spec: FileSpec, notes: list[str], *,
                 mysql_named: bool = False, blanket: str | None = None) -> None:
     """A config file's settings (over a running server's), for the target or the installed
     server's version (said in a note). ``blanket`` (the --db given): a walk or a glob found
-    the file and only the command line's --db names its engine, which says what the
+    the file, its name (postgresql.conf, *.cnf) says no engine, and only the command line's
+    --db names one, which says what the
     database's files are, not that every file beside them is one (Debian's
     /etc/postgresql/15/main holds pg_hba.conf, pg_ctl.conf and start.conf): its text must
     show it is that engine's config, else it is skipped as a file no source tells the engine

@@ -646,6 +646,14 @@ def test_db_with_a_walk_skips_the_files_beside_the_databases(run_cli, tmp_path, 
     code, _, err = run_cli("check", "--db", db, "--version", "18", "--no-project",
                            "--no-measure", str(main / "pg_hba.conf"))
     assert code == 2 and "pg_hba.conf:1: syntax error" in err and err.count("\n") == 1, err
+    # a postgresql.conf is one by its name, all defaults (comments only) included
+    (main / "tuning.conf").unlink()
+    (main / "postgresql.conf").write_text("# every setting at its default\n")
+    code, out, err = run_cli(*args)
+    doc = json.loads(out)
+    assert code != 2 and doc["errors"] == [], err
+    assert "postgresql.conf" not in {Path(s["file"]).name for s in doc["skipped_files"]}
+    assert [Path(f).name for f in doc["files"]] == ["postgresql.conf"], doc["files"]
     # a walk of nothing but such files says so, and its hint does not ask for --db again
     only = tmp_path / "only"
     only.mkdir()
